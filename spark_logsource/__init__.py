@@ -1,0 +1,1 @@
+"""spark-logsource: databases' replication logs as Spark DataFrames and Arrow tables."""
