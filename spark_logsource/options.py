@@ -1,0 +1,199 @@
+"""Reader options: Spark's conventions (case-insensitive names, string values), parsed once, checked early.
+
+Spark hands a data source its options as a case-insensitive map of strings; the Arrow API (``read`` /
+``iter_batches``) takes keyword arguments of any type. Both go through :class:`OptionMap`, so a bad value gives
+the same :class:`~spark_logsource.errors.OptionError` naming the option in both places.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spark_logsource.errors import OptionError
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
+
+
+class ParseMode(enum.Enum):
+    """What to do with a block or event that cannot be decoded (Spark's CSV/JSON ``mode``)."""
+
+    PERMISSIVE = "PERMISSIVE"  # keep it as one corrupt-record row, keep reading
+    DROPMALFORMED = "DROPMALFORMED"  # skip it (logged), keep reading
+    FAILFAST = "FAILFAST"  # raise CorruptDataError naming file and offset
+
+
+@dataclass(frozen=True, slots=True)
+class CommonOptions:
+    """Options every format understands."""
+
+    mode: ParseMode = ParseMode.PERMISSIVE
+    corrupt_column: str = "_corrupt_record"
+    batch_size: int = 8192
+    verify_checksums: bool = True
+    max_partition_bytes: int = 128 << 20
+    path_glob_filter: str | None = None
+    recursive_file_lookup: bool = False
+
+    @property
+    def corrupt_column_or_none(self) -> str | None:
+        """The corrupt-record column name when the schema has one (PERMISSIVE only), else None."""
+        return self.corrupt_column if self.mode is ParseMode.PERMISSIVE else None
+
+
+class OptionMap:
+    """Case-insensitive view of user options with typed getters that raise :class:`OptionError`.
+
+    Every getter records the option as used; :meth:`check_all_used` rejects misspelled option names.
+    """
+
+    #: Options that Spark itself adds or that are always tolerated.
+    ALWAYS_ALLOWED = frozenset({"path", "paths"})
+
+    def __init__(self, options: Mapping[str, Any] | None) -> None:
+        self._values: dict[str, Any] = {}
+        self._names: dict[str, str] = {}
+        for key, value in (options or {}).items():
+            if value is None:
+                continue
+            self._values[key.lower()] = value
+            self._names[key.lower()] = key
+        self._used: set[str] = set()
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self._values
+
+    def raw(self, name: str) -> Any:
+        self._used.add(name.lower())
+        return self._values.get(name.lower())
+
+    def string(self, name: str, default: str | None = None) -> str | None:
+        value = self.raw(name)
+        if value is None:
+            return default
+        return str(value)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.raw(name)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise OptionError(name, f"expected true or false, got {value!r}")
+
+    def integer(self, name: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            number = int(str(value).strip()) if not isinstance(value, int) else value
+        except ValueError:
+            raise OptionError(name, f"expected an integer, got {value!r}") from None
+        if isinstance(value, bool):
+            raise OptionError(name, f"expected an integer, got {value!r}")
+        if minimum is not None and number < minimum:
+            raise OptionError(name, f"must be at least {minimum}, got {number}")
+        return number
+
+    def size(self, name: str, default: int) -> int:
+        """A byte size such as ``134217728``, ``128m`` or ``1g``."""
+        value = self.raw(name)
+        if value is None:
+            return default
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            match = _SIZE_RE.match(str(value).lower())
+            if not match or match.group(2) not in _SIZE_UNITS:
+                raise OptionError(name, f"expected a byte size like 134217728, 128m or 1g, got {value!r}")
+            number = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+        if number <= 0:
+            raise OptionError(name, f"must be positive, got {value!r}")
+        return number
+
+    def int_list(self, name: str) -> list[int] | None:
+        """A comma list of integers (``"512,513"``), or a Python list of ints."""
+        value = self.raw(name)
+        if value is None:
+            return None
+        items = value if isinstance(value, list | tuple | set) else str(value).split(",")
+        out = []
+        for item in items:
+            text = str(item).strip()
+            if not text:
+                continue
+            try:
+                out.append(int(text))
+            except ValueError:
+                raise OptionError(name, f"expected a comma list of integers, got {value!r}") from None
+        if not out:
+            raise OptionError(name, "the list is empty")
+        return out
+
+    def str_list(self, name: str) -> list[str] | None:
+        """A comma list of names, or a Python list of strings."""
+        value = self.raw(name)
+        if value is None:
+            return None
+        items = value if isinstance(value, list | tuple | set) else str(value).split(",")
+        out = [str(item).strip() for item in items if str(item).strip()]
+        if not out:
+            raise OptionError(name, "the list is empty")
+        return out
+
+    def choice(self, name: str, choices: Iterable[str], default: str) -> str:
+        """One of ``choices``, matched case-insensitively; returns the canonical spelling from ``choices``."""
+        value = self.raw(name)
+        if value is None:
+            return default
+        by_lower = {c.lower(): c for c in choices}
+        picked = by_lower.get(str(value).strip().lower())
+        if picked is None:
+            raise OptionError(name, f"expected one of {', '.join(by_lower.values())}, got {value!r}")
+        return picked
+
+    def paths(self) -> list[str]:
+        """``path`` and ``paths`` (Spark sends several load() paths as a JSON array in ``paths``)."""
+        out: list[str] = []
+        path = self.raw("path")
+        if path:
+            out.append(str(path))
+        many = self.raw("paths")
+        if many:
+            if isinstance(many, str):
+                try:
+                    decoded = json.loads(many)
+                except ValueError:
+                    decoded = [many]
+                many = decoded if isinstance(decoded, list) else [decoded]
+            out.extend(str(p) for p in many)
+        return out
+
+    def check_all_used(self, extra_allowed: Iterable[str] = ()) -> None:
+        allowed = self.ALWAYS_ALLOWED | {e.lower() for e in extra_allowed}
+        unknown = sorted(self._names[k] for k in self._values if k not in self._used and k not in allowed)
+        if unknown:
+            raise OptionError(unknown[0], "unknown option for this format")
+
+    def common(self) -> CommonOptions:
+        mode = ParseMode(self.choice("mode", [m.value for m in ParseMode], ParseMode.PERMISSIVE.value))
+        corrupt = self.string("columnNameOfCorruptRecord", "_corrupt_record") or "_corrupt_record"
+        return CommonOptions(
+            mode=mode,
+            corrupt_column=corrupt,
+            batch_size=self.integer("batchSize", 8192, minimum=1) or 8192,
+            verify_checksums=self.boolean("verifyChecksums", True),
+            max_partition_bytes=self.size("maxPartitionBytes", 128 << 20),
+            path_glob_filter=self.string("pathGlobFilter"),
+            recursive_file_lookup=self.boolean("recursiveFileLookup", False),
+        )

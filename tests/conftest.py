@@ -1,0 +1,51 @@
+"""Shared pytest fixtures: one SparkSession and one server of each kind per test session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["tests.servers.tarantool", "tests.servers.mariadb"]
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+TEST_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures() -> Path:
+    """The steering repo's real-server files (read-only)."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.fail(f"{SHARED_FIXTURES} is missing: CI runs with ../shared beside the repo")
+    return SHARED_FIXTURES
+
+
+def _spark_session(pushdown: bool):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYTHON", "python3"))
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("spark-logsource-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.python.filterPushdown.enabled", "true" if pushdown else "false")
+    )
+    return builder.getOrCreate()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local[2] SparkSession for the whole suite, with our formats registered explicitly."""
+    session = _spark_session(pushdown=False)
+    import spark_logsource
+
+    if hasattr(spark_logsource, "register"):
+        spark_logsource.register(session)
+    yield session
+    session.stop()
