@@ -1,0 +1,1 @@
+"""Parsers and runners for the databases' own log readers (the oracles our decoders are compared with)."""
