@@ -1,0 +1,36 @@
+"""The Arrow API: read logs without Spark.
+
+>>> import spark_logsource
+>>> table = spark_logsource.read("tarantool-xlog", "/var/lib/tarantool", spaceId=512, fromLsn=1000)
+>>> for batch in spark_logsource.iter_batches("mysql-binlog", ["binlog.000001", "binlog.000002"], view="events"):
+...     ...
+
+Options are the Spark reader's options, as keyword arguments (any case; values may be Python values or strings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from spark_logsource.source import LogFormat, format_class
+
+
+def make_format(fmt: str, paths: str | Sequence[str], options: dict[str, Any]) -> LogFormat:
+    path_list = [paths] if isinstance(paths, str) else [str(p) for p in paths]
+    opts = dict(options)
+    opts["paths"] = path_list
+    return format_class(fmt)(opts)
+
+
+def iter_batches(fmt: str, paths: str | Sequence[str], **options: Any) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``paths`` as RecordBatches of the format's schema, in file order, streaming."""
+    return make_format(fmt, paths, options).iter_batches()
+
+
+def read(fmt: str, paths: str | Sequence[str], **options: Any) -> pa.Table:
+    """Read ``paths`` whole into one :class:`pyarrow.Table` (same schema as :func:`iter_batches`)."""
+    source = make_format(fmt, paths, options)
+    return pa.Table.from_batches(list(source.iter_batches()), schema=source.schema())

@@ -1,0 +1,244 @@
+"""``spark-logsource``: print log records without Spark (``cat``), or query them with Spark SQL (``sql``).
+
+    spark-logsource cat /var/lib/tarantool --space 512 --from 1000 --format json
+    spark-logsource cat /var/lib/mysql/binlog.000042 --database shop --view events
+    spark-logsource sql "SELECT type, count(*) FROM xlog GROUP BY type" --view xlog=tarantool-xlog:/var/lib/tarantool
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from spark_logsource.errors import LogSourceError
+from spark_logsource.fs import list_files, locate
+from spark_logsource.source import format_class
+
+log = logging.getLogger("spark_logsource.cli")
+
+TARANTOOL_MAGICS = (b"XLOG\n", b"SNAP\n", b"VYLOG", b"RUN\n", b"INDEX")
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+def detect_format(paths: Sequence[str]) -> str:
+    """``tarantool-xlog`` or ``mysql-binlog``, from the first file the paths name or contain."""
+    for path in paths:
+        for entry in list_files([path], recursive=True)[:50]:
+            name = entry.uri.split("?", 1)[0]
+            if name.endswith((".xlog", ".snap", ".vylog", ".inprogress")):
+                return "tarantool-xlog"
+            loc = locate(entry.uri)
+            with loc.fs.open_input_file(loc.inner) as f:
+                head = f.read(5)
+            if head.startswith(TARANTOOL_MAGICS):
+                return "tarantool-xlog"
+            if head[:4] == b"\xfebin" or head[:2] == b"\x1f\x8b":
+                return "mysql-binlog"
+    raise LogSourceError(f"cannot tell the log format of {', '.join(paths)}: use --source")
+
+
+def _cat_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
+    options: dict[str, Any] = dict(kv.split("=", 1) for kv in args.option)
+    if fmt == "tarantool-xlog":
+        options["tupleFormat"] = "json"
+        pairs = {"spaceId": args.space, "replicaId": args.replica, "types": args.types}
+        for name, values in pairs.items():
+            if values:
+                options[name] = ",".join(str(v) for v in values)
+        if args.from_lsn is not None:
+            options["fromLsn"] = args.from_lsn
+        if args.to_lsn is not None:
+            options["toLsn"] = args.to_lsn
+    else:
+        options["rowFormat"] = "json"
+        simple = {"startPosition": args.start_position, "stopPosition": args.stop_position,
+                  "startDatetime": args.start_datetime, "stopDatetime": args.stop_datetime, "view": args.view}
+        options.update({k: v for k, v in simple.items() if v is not None})
+        lists = {"serverId": args.server_id, "databases": args.database, "tables": args.table}
+        options.update({k: ",".join(str(x) for x in v) for k, v in lists.items() if v})
+    return options
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return value
+
+
+def iter_records(batches: Iterator[pa.RecordBatch], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
+    """Rows as plain dicts; the JSON-text columns are parsed so they nest in the output."""
+    for batch in batches:
+        for row in batch.to_pylist():
+            yield {k: (json.loads(v) if k in json_columns and v is not None else _plain(v)) for k, v in row.items()}
+
+
+def cmd_cat(args: argparse.Namespace) -> int:
+    fmt_name = args.source or detect_format(args.paths)
+    source = format_class(fmt_name)({**_cat_options(args, fmt_name), "paths": list(args.paths)})
+    schema = source.schema()
+    json_columns = frozenset(f.name for f in schema if f.name in ("key", "tuple", "ops", "extra", "before",
+                                                                   "after", "data"))
+    files = source.list_files()
+    splits = source.plan(files)
+    total = sum(f.size for f in files)
+    bar = _progress(total, args.progress)
+    out = sys.stdout
+    done_bytes = 0
+    try:
+        for split in splits:
+            batches = source.read_split(split)
+            for record in iter_records(batches, json_columns):
+                if args.format == "yaml":
+                    import yaml
+
+                    out.write(yaml.safe_dump(record, explicit_start=True, sort_keys=False, allow_unicode=True))
+                else:
+                    out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+                    out.write("\n")
+            end = split.end if split.end is not None else split.file_size
+            if bar is not None:
+                bar.update(end - split.start)
+            done_bytes += end - split.start
+    except BrokenPipeError:  # `spark-logsource cat ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        if bar is not None:
+            bar.close()
+    return 0
+
+
+def _progress(total: int, mode: str):
+    show = mode == "always" or (mode == "auto" and total >= PROGRESS_MIN_BYTES and sys.stderr.isatty())
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr, desc="reading")
+
+
+def _spark_value(value: Any) -> Any:
+    if hasattr(value, "toJson"):  # VariantVal
+        return json.loads(value.toJson())
+    if isinstance(value, bytearray | bytes):
+        return bytes(value).hex()
+    return _plain(value)
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    import spark_logsource
+
+    builder = SparkSession.builder.appName("spark-logsource sql").config("spark.ui.showConsoleProgress", "false")
+    if args.master:
+        builder = builder.master(args.master)
+    builder = builder.config("spark.sql.python.filterPushdown.enabled", "true" if args.pushdown else "false")
+    builder = builder.config("spark.sql.session.timeZone", "UTC")
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark_logsource.register(spark)
+        options: dict[str, dict[str, str]] = {}
+        for kv in args.option:
+            key, _, value = kv.partition("=")
+            view, _, name = key.partition(".")
+            if not name:
+                raise SystemExit(f"--option {kv!r}: expected VIEW.OPTION=VALUE")
+            options.setdefault(view, {})[name] = value
+        for spec in args.view:
+            name, _, rest = spec.partition("=")
+            fmt, _, path = rest.partition(":")
+            if not (name and fmt and path):
+                raise SystemExit(f"--view {spec!r}: expected NAME=FORMAT:PATH[,PATH...]")
+            format_class(fmt)  # a clear error for an unknown format
+            reader = spark.read.format(fmt).options(**options.get(name, {}))
+            reader.load(path.split(",") if "," in path else path).createOrReplaceTempView(name)
+        df = spark.sql(args.query)
+        columns = df.columns
+        if args.format == "json":
+            for row in df.toLocalIterator():
+                record = {c: _spark_value(v) for c, v in zip(columns, row, strict=True)}
+                sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        else:
+            sys.stdout.write("\t".join(columns) + "\n")
+            for row in df.toLocalIterator():
+                cells = [_spark_value(v) for v in row]
+                sys.stdout.write("\t".join("NULL" if c is None else
+                                           json.dumps(c, default=str) if isinstance(c, dict | list) else str(c)
+                                           for c in cells) + "\n")
+    finally:
+        spark.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spark-logsource", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level on stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cat = sub.add_parser("cat", help="print records as JSON lines or YAML documents, without Spark")
+    cat.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    cat.add_argument("--source", choices=["tarantool-xlog", "mysql-binlog"], help="format (default: detected)")
+    cat.add_argument("--format", choices=["json", "yaml"], default="json")
+    cat.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                     help="progress bar on stderr (auto: for inputs over 32 MiB on a terminal)")
+    cat.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="any reader option")
+    tt = cat.add_argument_group("tarantool-xlog (like tt cat)")
+    tt.add_argument("--space", action="append", type=int, help="space id (repeatable)")
+    tt.add_argument("--replica", action="append", type=int, help="replica id (repeatable)")
+    tt.add_argument("--types", action="append", help="request type name or code (repeatable)")
+    tt.add_argument("--from", dest="from_lsn", type=int, help="first LSN (inclusive)")
+    tt.add_argument("--to", dest="to_lsn", type=int, help="last LSN (exclusive)")
+    my = cat.add_argument_group("mysql-binlog (like mysqlbinlog)")
+    my.add_argument("--start-position", type=int)
+    my.add_argument("--stop-position", type=int)
+    my.add_argument("--start-datetime")
+    my.add_argument("--stop-datetime")
+    my.add_argument("--server-id", action="append", type=int)
+    my.add_argument("--database", action="append")
+    my.add_argument("--table", action="append", help="db.table (wildcards allowed; repeatable)")
+    my.add_argument("--view", choices=["changes", "events"])
+
+    sql = sub.add_parser("sql", help="run a Spark SQL query over logs on a local (or given) Spark")
+    sql.add_argument("query")
+    sql.add_argument("--view", action="append", required=True, metavar="NAME=FORMAT:PATH",
+                     help="register a temporary view (repeatable), e.g. xlog=tarantool-xlog:/var/lib/tarantool")
+    sql.add_argument("--option", action="append", default=[], metavar="VIEW.NAME=VALUE",
+                     help="reader option of one view, e.g. xlog.spaceId=512")
+    sql.add_argument("--master", default="local[2]")
+    sql.add_argument("--format", choices=["table", "json"], default="table")
+    sql.add_argument("--pushdown", action=argparse.BooleanOptionalAction, default=True,
+                     help="spark.sql.python.filterPushdown.enabled")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "cat":
+            return cmd_cat(args)
+        return cmd_sql(args)
+    except LogSourceError as exc:
+        print(f"spark-logsource: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The ``mysql-binlog`` format: options (mysqlbinlog's filters), file selection, split planning and reading.
+
+Options (case-insensitive; issue #3): ``view`` changes|events, ``rowFormat`` variant|json, ``startPosition`` (first
+file only) / ``stopPosition`` (last file only), ``startDatetime`` / ``stopDatetime`` (ISO 8601; without an offset
+they are UTC), ``serverId``, ``databases``, ``tables`` (``db.table``, ``*`` wildcards), ``ops``, ``eventTypes``
+(comma lists); plus the common ones (``mode``, ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``,
+``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``).
+
+A directory is read as the binlogs in it: files starting with the binlog magic ``fe 62 69 6e`` or the gzip magic;
+index, relay-info and other files are left out. Files are read in name order (binlog numbers sort as text).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+
+from spark_logsource.errors import OptionError
+from spark_logsource.filters import Predicate
+from spark_logsource.fs import FileEntry, list_files, locate, open_input
+from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
+from spark_logsource.options import OptionMap
+from spark_logsource.source import LogFormat, Split, register_format
+
+log = logging.getLogger(__name__)
+
+VIEWS = ("changes", "events")
+ROW_FORMATS = ("variant", "json")
+OPS = ("insert", "update", "delete")
+BINLOG_MAGIC = b"\xfebin"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _parse_datetime(opts: OptionMap, name: str) -> dt.datetime | None:
+    text = opts.string(name)
+    if text is None:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise OptionError(name, f"expected a date-time like 2024-05-01 13:00:00 (UTC) or with an offset, "
+                                f"got {text!r}") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+@register_format
+class MysqlBinlogFormat(LogFormat):
+    name = "mysql-binlog"
+    pushable_columns = frozenset({"server_id", "timestamp", "database", "table", "op", "event_type", "pos",
+                                  "event_type_code"})
+
+    def _parse_options(self, opts: OptionMap) -> None:
+        self.view = opts.choice("view", VIEWS, "changes")
+        self.row_format = opts.choice("rowFormat", ROW_FORMATS, "variant")
+        self.start_position = opts.integer("startPosition", minimum=0)
+        self.stop_position = opts.integer("stopPosition", minimum=0)
+        server_ids = opts.int_list("serverId")
+        ops = opts.str_list("ops")
+        if ops:
+            bad = [o for o in ops if o.lower() not in OPS]
+            if bad:
+                raise OptionError("ops", f"expected a comma list of {', '.join(OPS)}, got {bad[0]!r}")
+        databases = opts.str_list("databases")
+        tables = opts.str_list("tables")
+        for t in tables or ():
+            if "." not in t:
+                raise OptionError("tables", f"expected db.table (wildcards allowed: shop.*), got {t!r}")
+        self.read_options = BinlogReadOptions(
+            view=self.view,
+            row_format=self.row_format,
+            common=self.common,
+            start_datetime=_parse_datetime(opts, "startDatetime"),
+            stop_datetime=_parse_datetime(opts, "stopDatetime"),
+            server_ids=frozenset(server_ids) if server_ids else None,
+            databases=tuple(databases) if databases else None,
+            tables=tuple(tables) if tables else None,
+            ops=tuple(o.lower() for o in ops) if ops else None,
+            event_types=tuple(e.upper() for e in opts.str_list("eventTypes") or ()) or None,
+        )
+
+    def schema(self) -> pa.Schema:
+        return binlog_schema(self.view, self.row_format, self.common.corrupt_column_or_none)
+
+    def accept_file_name(self, name: str) -> bool:
+        return not name.endswith((".index", ".info", ".state", ".pid", ".err", ".cnf", ".log"))
+
+    def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
+        """Named files as they are; files found in directories or by globs only when they look like binlogs."""
+        paths = list(paths) if paths is not None else self.paths
+        if not paths:
+            raise OptionError("path", "no path given: use .load(path) or the paths argument")
+        found: dict[str, FileEntry] = {}
+        for path in paths:
+            entries = list_files([path], accept_name=self.accept_file_name, glob_filter=self.common.path_glob_filter,
+                                 recursive=self.common.recursive_file_lookup)
+            named_file = len(entries) == 1 and entries[0].uri == path
+            for entry in entries:
+                if named_file or _looks_like_binlog(entry.uri):
+                    found[entry.uri] = entry
+        return sorted(found.values())
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        splits = []
+        last = len(files) - 1
+        for i, entry in enumerate(files):
+            hints = []
+            if i == 0 and self.start_position is not None:
+                hints.append(("start_position", self.start_position))
+            if i == last and self.stop_position is not None:
+                hints.append(("stop_position", self.stop_position))
+            if entry.uri.split("?", 1)[0].endswith(".gz"):
+                file_splits = [Split(entry.uri, 0, None, entry.size)]  # gzip: read whole, one task
+            else:
+                file_splits = super().plan([entry], predicates)
+            splits.extend(dataclasses.replace(s, hints=tuple(hints)) for s in file_splits)
+        return splits
+
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        options = dataclasses.replace(self.read_options, start_position=split.hint("start_position"),
+                                      stop_position=split.hint("stop_position"))
+        with open_input(split.uri) as source:
+            yield from iter_file_batches(source, split.uri, start=split.start, end=split.end, options=options,
+                                         predicates=predicates)
+
+
+def _looks_like_binlog(uri: str) -> bool:
+    loc = locate(uri)
+    try:
+        with loc.fs.open_input_file(loc.inner) as f:
+            head = f.read(4)
+    except OSError as exc:
+        log.warning("cannot read %s: %s", uri, exc)
+        return False
+    return head == BINLOG_MAGIC or head[:2] == GZIP_MAGIC

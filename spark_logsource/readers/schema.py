@@ -1,0 +1,48 @@
+"""Arrow schema → Spark schema, for the schemas our formats declare (and nothing more)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+    VariantType,
+)
+
+
+def _is_variant(field: pa.Field) -> bool:
+    return bool(field.metadata) and field.metadata.get(b"variant") == b"true"
+
+
+def spark_type(field: pa.Field) -> DataType:
+    """The Spark type Spark expects for ``field`` when reading our Arrow batches."""
+    if _is_variant(field):
+        return VariantType()
+    t = field.type
+    if pa.types.is_string(t):
+        return StringType()
+    if pa.types.is_int64(t):
+        return LongType()
+    if pa.types.is_int32(t):
+        return IntegerType()
+    if pa.types.is_boolean(t):
+        return BooleanType()
+    if pa.types.is_float64(t):
+        return DoubleType()
+    if pa.types.is_binary(t):
+        return BinaryType()
+    if pa.types.is_timestamp(t) and t.unit == "us" and t.tz == "UTC":
+        return TimestampType()
+    raise TypeError(f"no Spark type for Arrow field {field}")
+
+
+def spark_schema(schema: pa.Schema) -> StructType:
+    return StructType([StructField(f.name, spark_type(f), f.nullable) for f in schema])

@@ -1,0 +1,143 @@
+"""What every log format provides, whatever runs it (Spark, the Arrow API, the command line).
+
+A :class:`LogFormat` is built from user options once (on the driver), then asked for its schema, which predicates
+it can apply, and a plan of :class:`Split`s (byte ranges of files); each split is read independently (in a Spark
+worker, or in this process) into Arrow batches. Instances are pickled into Spark tasks, so they hold only parsed
+options: files are opened inside :meth:`LogFormat.read_split`.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from spark_logsource.errors import OptionError
+from spark_logsource.filters import Predicate
+from spark_logsource.fs import FileEntry, list_files
+from spark_logsource.options import CommonOptions, OptionMap
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Read the records of ``uri`` that start in ``[start, end)``; ``end`` None means to the end of the file.
+
+    ``hints`` carries small per-split facts a format computed while planning (e.g. a binlog start position that
+    applies to the first file only). Keep it small: splits are pickled into every Spark task.
+    """
+
+    uri: str
+    start: int
+    end: int | None
+    file_size: int
+    hints: tuple[tuple[str, Any], ...] = field(default=())
+
+    def hint(self, name: str, default: Any = None) -> Any:
+        return dict(self.hints).get(name, default)
+
+
+class LogFormat(abc.ABC):
+    """One file format: options, schema, planning and reading."""
+
+    #: The name users pass to ``spark.read.format(...)`` and ``spark_logsource.read(...)``.
+    name: ClassVar[str]
+    #: Columns whose predicates this format applies exactly (and may use to skip data).
+    pushable_columns: ClassVar[frozenset[str]] = frozenset()
+    #: Predicate operators accepted on those columns.
+    pushable_ops: ClassVar[frozenset[str]] = frozenset({"=", "<=>", "<", "<=", ">", ">=", "in", "is_null",
+                                                        "is_not_null"})
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        opts = OptionMap(options)
+        self.paths: list[str] = opts.paths()
+        self.common: CommonOptions = opts.common()
+        self._parse_options(opts)
+        opts.check_all_used(self.extra_allowed_options())
+
+    # --- to implement -------------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def _parse_options(self, opts: OptionMap) -> None:
+        """Read this format's own options from ``opts`` (raise OptionError for bad values)."""
+
+    @abc.abstractmethod
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of every batch (Spark's schema is derived from it)."""
+
+    @abc.abstractmethod
+    def accept_file_name(self, name: str) -> bool:
+        """Whether a file found by listing a directory is one of ours (explicitly named files are always read)."""
+
+    @abc.abstractmethod
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        """The batches of one split: exactly the rows satisfying the option filters and ``predicates``."""
+
+    # --- overridable defaults -----------------------------------------------------------------------------------
+    def extra_allowed_options(self) -> Iterable[str]:
+        return ()
+
+    def can_push(self, predicate: Predicate) -> bool:
+        return predicate.column in self.pushable_columns and predicate.op in self.pushable_ops
+
+    def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
+        paths = list(paths) if paths is not None else self.paths
+        if not paths:
+            raise OptionError("path", "no path given: use .load(path) or the paths argument")
+        return list_files(
+            paths,
+            accept_name=self.accept_file_name,
+            glob_filter=self.common.path_glob_filter,
+            recursive=self.common.recursive_file_lookup,
+        )
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        """Byte-range splits of at most ``maxPartitionBytes``; formats refine this (file pruning, positions)."""
+        step = self.common.max_partition_bytes
+        splits = []
+        for entry in files:
+            if entry.size <= step:
+                splits.append(Split(entry.uri, 0, None, entry.size))
+                continue
+            for start in range(0, entry.size, step):
+                end = start + step
+                splits.append(Split(entry.uri, start, end if end < entry.size else None, entry.size))
+        return splits
+
+    def iter_batches(self, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        """Plan and read everything in this process, split after split, in file order."""
+        for split in self.plan(self.list_files(), predicates):
+            yield from self.read_split(split, predicates)
+
+
+_FORMATS: dict[str, type[LogFormat]] = {}
+
+
+def register_format(cls: type[LogFormat]) -> type[LogFormat]:
+    """Class decorator: make ``cls`` known under ``cls.name``."""
+    _FORMATS[cls.name] = cls
+    return cls
+
+
+def format_class(name: str) -> type[LogFormat]:
+    """The format registered under ``name`` (case-insensitive)."""
+    _load_builtin_formats()
+    cls = _FORMATS.get(name.lower())
+    if cls is None:
+        known = ", ".join(sorted(_FORMATS))
+        raise OptionError("format", f"unknown format {name!r}; known formats: {known}")
+    return cls
+
+
+def format_names() -> list[str]:
+    _load_builtin_formats()
+    return sorted(_FORMATS)
+
+
+def _load_builtin_formats() -> None:
+    import spark_logsource.mysql.format
+    import spark_logsource.tarantool.format  # noqa: F401

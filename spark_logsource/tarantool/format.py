@@ -1,0 +1,176 @@
+"""The ``tarantool-xlog`` format: options, file selection, LSN-range file pruning, and split reading.
+
+Options (case-insensitive, Spark's conventions; issue #2):
+``tupleFormat`` variant|json|msgpack; ``includeInProgress`` (``*.inprogress`` files when listing a directory);
+``spaceId``, ``replicaId``, ``types`` (comma lists; type names or codes), ``fromLsn`` (inclusive), ``toLsn``
+(exclusive) — the filters of ``tt cat``; plus the common ones (``mode``, ``columnNameOfCorruptRecord``,
+``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``).
+
+File pruning: an xlog named in a directory holds, for each replica ``r``, the LSNs ``(V[r], V'[r]]`` where ``V``
+is its own ``VClock:`` header and ``V'`` the header of the next xlog of the same instance, when that next file's
+``PrevVClock:`` says it directly follows (Tarantool writes the vclock at rotation; see ``src/box/wal.c``).
+Files whose ranges cannot meet the requested LSN range are not read at all. Snapshots are never pruned by LSN:
+their rows carry a counter, not the instance's LSNs.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from spark_logsource.errors import LogSourceError, OptionError
+from spark_logsource.filters import Predicate, allowed_values, value_range
+from spark_logsource.fs import FileEntry, open_input
+from spark_logsource.options import OptionMap
+from spark_logsource.source import LogFormat, Split, register_format
+from spark_logsource.tarantool.names import REQUEST_TYPES
+from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
+
+log = logging.getLogger(__name__)
+
+TUPLE_FORMATS = ("variant", "json", "msgpack")
+_LISTED_SUFFIXES = (".xlog", ".snap", ".vylog")
+_TYPE_BY_NAME = {name.lower(): name for name in REQUEST_TYPES.values()}
+
+
+def canonical_type(text: str) -> str:
+    """The ``type`` column's spelling of a request type given by name (any case) or code."""
+    t = text.strip()
+    if t.isdigit():
+        return REQUEST_TYPES.get(int(t), str(int(t)))
+    name = _TYPE_BY_NAME.get(t.lower())
+    if name is None:
+        raise OptionError("types", f"unknown request type {text!r}; use a name ({', '.join(_TYPE_BY_NAME.values())})"
+                                   " or a numeric code")
+    return name
+
+
+@register_format
+class TarantoolXlogFormat(LogFormat):
+    name = "tarantool-xlog"
+    pushable_columns = frozenset({"lsn", "replica_id", "space_id", "type", "tsn", "timestamp", "group_id",
+                                  "index_id", "file_type", "is_commit"})
+
+    def _parse_options(self, opts: OptionMap) -> None:
+        self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
+        self.include_in_progress = opts.boolean("includeInProgress", False)
+        preds: list[Predicate] = []
+        spaces = opts.int_list("spaceId")
+        if spaces:
+            preds.append(Predicate("space_id", "in", tuple(spaces)))
+        replicas = opts.int_list("replicaId")
+        if replicas:
+            preds.append(Predicate("replica_id", "in", tuple(replicas)))
+        types = opts.str_list("types")
+        if types:
+            preds.append(Predicate("type", "in", tuple(canonical_type(t) for t in types)))
+        from_lsn = opts.integer("fromLsn")
+        if from_lsn is not None:
+            preds.append(Predicate("lsn", ">=", from_lsn))
+        to_lsn = opts.integer("toLsn")
+        if to_lsn is not None:
+            preds.append(Predicate("lsn", "<", to_lsn))
+        self.option_predicates = tuple(preds)
+        self.read_options = XlogReadOptions(tuple_format=self.tuple_format, common=self.common)
+
+    def schema(self) -> pa.Schema:
+        return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
+
+    def accept_file_name(self, name: str) -> bool:
+        if name.endswith(".inprogress"):
+            return self.include_in_progress and name[: -len(".inprogress")].endswith(_LISTED_SUFFIXES)
+        return name.endswith(_LISTED_SUFFIXES)
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        everything = (*self.option_predicates, *predicates)
+        keep = _prune_by_lsn(files, everything)
+        return super().plan(keep, predicates)
+
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        everything = (*self.option_predicates, *predicates)
+        with open_input(split.uri) as source:
+            yield from iter_file_batches(source, split.uri, start=split.start, end=split.end,
+                                         options=self.read_options, predicates=everything)
+
+
+@dataclass(frozen=True, slots=True)
+class _XlogHead:
+    entry: FileEntry
+    meta: XlogMeta
+
+
+def _prune_by_lsn(files: Sequence[FileEntry], predicates: Iterable[Predicate]) -> list[FileEntry]:
+    """``files`` without the xlogs whose LSN ranges cannot satisfy ``predicates`` (order kept)."""
+    predicates = list(predicates)
+    low, low_inc, high, high_inc = value_range(predicates, "lsn")
+    if low is None and high is None:
+        return list(files)
+    lo = low if low_inc else low + 1  # smallest wanted LSN
+    hi = None if high is None else (high if high_inc else high - 1)  # largest wanted LSN
+    replicas = allowed_values(predicates, "replica_id")
+    heads = []
+    for entry in files:
+        if not _base_name(entry.uri).endswith((".xlog", ".xlog.inprogress")):
+            continue
+        try:
+            with open_input(entry.uri) as source:
+                meta = read_meta(source, entry.uri)
+        except (LogSourceError, OSError) as exc:  # a broken header: read the file and let modes handle it
+            log.info("not pruning %s: %s", entry.uri, exc)
+            continue
+        heads.append(_XlogHead(entry, meta))
+    skip: set[str] = set()
+    by_chain: dict[tuple[str, str | None], list[_XlogHead]] = {}
+    for head in heads:
+        by_chain.setdefault((posixpath.dirname(head.entry.uri), head.meta.instance_uuid), []).append(head)
+    for chain in by_chain.values():
+        chain.sort(key=lambda h: (sum(h.meta.vclock.values()), h.entry.uri))
+        for i, head in enumerate(chain):
+            nxt = chain[i + 1] if i + 1 < len(chain) else None
+            upper = nxt.meta.vclock if nxt is not None and _follows(head.meta, nxt.meta) else None
+            if not _may_hold(head.meta.vclock, upper, lo, hi, replicas):
+                skip.add(head.entry.uri)
+    if skip:
+        log.info("LSN range [%s, %s] skips %d of %d files", lo, hi, len(skip), len(files))
+    return [f for f in files if f.uri not in skip]
+
+
+def _follows(prev: XlogMeta, nxt: XlogMeta) -> bool:
+    if nxt.prev_vclock is not None:
+        return _same_vclock(nxt.prev_vclock, prev.vclock)
+    return all(nxt.vclock.get(r, 0) >= v for r, v in prev.vclock.items())
+
+
+def _same_vclock(a: dict[int, int], b: dict[int, int]) -> bool:
+    keys = set(a) | set(b)
+    return all(a.get(k, 0) == b.get(k, 0) for k in keys)
+
+
+def _may_hold(start: dict[int, int], end: dict[int, int] | None, lo: int, hi: int | None,
+              replicas: set[int] | None) -> bool:
+    """Whether a file spanning vclocks (start, end] may hold an LSN in [lo, hi] of one of ``replicas``."""
+    if end is None:
+        candidates = replicas if replicas is not None else None
+        if candidates is None:
+            return True  # a replica unknown to the header may have written LSNs from 1 on
+        return any(hi is None or start.get(r, 0) < hi for r in candidates)
+    candidates = set(replicas) if replicas is not None else set(start) | set(end)
+    if replicas is None or 0 in replicas:
+        candidates.add(0)
+    for r in candidates:
+        if r == 0 and 0 not in end:
+            return True  # local-space rows (component 0) are not always in the headers: never prune on them
+        first, last = start.get(r, 0) + 1, end.get(r, 0)
+        if first > last:
+            continue
+        if last >= lo and (hi is None or first <= hi):
+            return True
+    return False
+
+
+def _base_name(uri: str) -> str:
+    return posixpath.basename(uri.split("?", 1)[0])
