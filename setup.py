@@ -47,7 +47,7 @@ setup(
         "spark": ["pyspark>=4.0", "pandas>=2.0"],
         "cli": ["pyyaml>=6", "tqdm>=4.60"],
         "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.0", "pyyaml>=6",
-                 "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1"],
+                 "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28"],
         "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],
     },
     entry_points={"console_scripts": ["spark-logsource = spark_logsource.cli:main"]},

@@ -105,6 +105,11 @@ def resolve(path: str) -> tuple[pafs.FileSystem, str]:
     return loc.fs, loc.inner
 
 
+def display_name(uri: str) -> str:
+    """``uri`` without its query string (S3 settings, possibly credentials): what the ``file`` column shows."""
+    return uri.split("?", 1)[0] if is_uri(uri) else uri
+
+
 def open_input(uri: str):
     """A random-access, seekable file (``pyarrow.NativeFile``) for ``uri``."""
     fs, inner = resolve(uri)

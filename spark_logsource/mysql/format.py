@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.fs import FileEntry, list_files, locate, open_input
+from spark_logsource.fs import FileEntry, display_name, list_files, locate, open_input
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.options import OptionMap
 from spark_logsource.source import LogFormat, Split, register_format
@@ -123,7 +123,8 @@ class MysqlBinlogFormat(LogFormat):
         options = dataclasses.replace(self.read_options, start_position=split.hint("start_position"),
                                       stop_position=split.hint("stop_position"))
         with open_input(split.uri) as source:
-            yield from iter_file_batches(source, split.uri, start=split.start, end=split.end, options=options,
+            yield from iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
+                                         options=options,
                                          predicates=predicates)
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import LogSourceError, OptionError
 from spark_logsource.filters import Predicate, allowed_values, value_range
-from spark_logsource.fs import FileEntry, open_input
+from spark_logsource.fs import FileEntry, display_name, open_input
 from spark_logsource.options import OptionMap
 from spark_logsource.source import LogFormat, Split, register_format
 from spark_logsource.tarantool.names import REQUEST_TYPES
@@ -44,16 +44,19 @@ def canonical_type(text: str) -> str:
         return REQUEST_TYPES.get(int(t), str(int(t)))
     name = _TYPE_BY_NAME.get(t.lower())
     if name is None:
-        raise OptionError("types", f"unknown request type {text!r}; use a name ({', '.join(_TYPE_BY_NAME.values())})"
-                                   " or a numeric code")
+        raise OptionError(
+            "types",
+            f"unknown request type {text!r}; use a name ({', '.join(_TYPE_BY_NAME.values())}) or a numeric code",
+        )
     return name
 
 
 @register_format
 class TarantoolXlogFormat(LogFormat):
     name = "tarantool-xlog"
-    pushable_columns = frozenset({"lsn", "replica_id", "space_id", "type", "tsn", "timestamp", "group_id",
-                                  "index_id", "file_type", "is_commit"})
+    pushable_columns = frozenset(
+        {"lsn", "replica_id", "space_id", "type", "tsn", "timestamp", "group_id", "index_id", "file_type", "is_commit"}
+    )
 
     def _parse_options(self, opts: OptionMap) -> None:
         self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
@@ -93,8 +96,14 @@ class TarantoolXlogFormat(LogFormat):
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
         everything = (*self.option_predicates, *predicates)
         with open_input(split.uri) as source:
-            yield from iter_file_batches(source, split.uri, start=split.start, end=split.end,
-                                         options=self.read_options, predicates=everything)
+            yield from iter_file_batches(
+                source,
+                display_name(split.uri),
+                start=split.start,
+                end=split.end,
+                options=self.read_options,
+                predicates=everything,
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +159,9 @@ def _same_vclock(a: dict[int, int], b: dict[int, int]) -> bool:
     return all(a.get(k, 0) == b.get(k, 0) for k in keys)
 
 
-def _may_hold(start: dict[int, int], end: dict[int, int] | None, lo: int, hi: int | None,
-              replicas: set[int] | None) -> bool:
+def _may_hold(
+    start: dict[int, int], end: dict[int, int] | None, lo: int, hi: int | None, replicas: set[int] | None
+) -> bool:
     """Whether a file spanning vclocks (start, end] may hold an LSN in [lo, hi] of one of ``replicas``."""
     if end is None:
         candidates = replicas if replicas is not None else None

@@ -1,0 +1,130 @@
+"""File listing and opening through pyarrow.fs: local paths, file:// URIs, globs, and S3 on a loopback server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spark_logsource.fs import PathNotFoundError, display_name, list_files, open_input
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    for rel in ["a.xlog", "b.snap", "notes.txt", ".hidden.xlog", "_tmp.xlog", "sub/c.xlog", "sub/deeper/d.xlog",
+                "_skipdir/e.xlog"]:
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(rel.encode())
+    return tmp_path
+
+
+def _names(entries) -> list[str]:
+    return [e.uri.split("/", 3)[-1] if e.uri.startswith("s3://") else os.path.basename(e.uri) for e in entries]
+
+
+def test_directory_lists_one_level_without_hidden_files(tree: Path) -> None:
+    got = list_files([str(tree)], accept_name=lambda n: n.endswith((".xlog", ".snap")))
+    assert [Path(e.uri).name for e in got] == ["a.xlog", "b.snap"]
+    assert got[0].size == len(b"a.xlog")
+
+
+def test_recursive_lookup_skips_hidden_directories(tree: Path) -> None:
+    got = list_files([str(tree)], accept_name=lambda n: n.endswith(".xlog"), recursive=True)
+    assert sorted(Path(e.uri).relative_to(tree).as_posix() for e in got) == [
+        "a.xlog", "sub/c.xlog", "sub/deeper/d.xlog"]
+
+
+def test_glob_in_several_components(tree: Path) -> None:
+    got = list_files([str(tree / "s*" / "*.xlog")])
+    assert [Path(e.uri).relative_to(tree).as_posix() for e in got] == ["sub/c.xlog"]
+
+
+def test_explicit_file_is_read_whatever_its_name_and_glob_filter_applies(tree: Path) -> None:
+    assert [e.uri for e in list_files([str(tree / "notes.txt")], accept_name=lambda n: False)] == [
+        str(tree / "notes.txt")]
+    assert list_files([str(tree / "notes.txt"), str(tree / "a.xlog")], glob_filter="*.xlog")[0].uri.endswith(
+        "a.xlog")
+
+
+def test_duplicates_collapse_and_order_is_by_uri(tree: Path) -> None:
+    got = list_files([str(tree / "b.snap"), str(tree / "a.xlog"), str(tree / "a.xlog")])
+    assert [Path(e.uri).name for e in got] == ["a.xlog", "b.snap"]
+
+
+def test_file_uri(tree: Path) -> None:
+    got = list_files([f"file://{tree}"], accept_name=lambda n: n.endswith(".xlog"))
+    assert [e.uri for e in got] == [f"file://{tree}/a.xlog"]
+    with open_input(got[0].uri) as f:
+        assert f.read() == b"a.xlog"
+
+
+def test_missing_path_and_empty_glob_raise(tree: Path) -> None:
+    with pytest.raises(PathNotFoundError, match="does not exist"):
+        list_files([str(tree / "nope")])
+    with pytest.raises(PathNotFoundError, match="no file matches"):
+        list_files([str(tree / "*.nothing")])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """A moto S3 server on loopback (real HTTP S3 protocol, local only)."""
+    port = _free_port()
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("moto S3 server did not start")
+    old = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")}
+    os.environ.update(AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_EC2_METADATA_DISABLED="true")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.kill()
+        proc.wait()
+
+
+def put_s3(endpoint: str, bucket: str, objects: dict[str, bytes]) -> None:
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=f"http://{endpoint}", region_name="us-east-1",
+                          aws_access_key_id="test", aws_secret_access_key="test")
+    client.create_bucket(Bucket=bucket)
+    for key, body in objects.items():
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+
+
+def test_s3_directory_glob_and_read(s3_endpoint: str) -> None:
+    put_s3(s3_endpoint, "logs", {"wal/1.xlog": b"one", "wal/2.xlog": b"two", "wal/x/3.xlog": b"three",
+                                 "wal/readme": b"r"})
+    q = f"?endpoint_override={s3_endpoint}&scheme=http&region=us-east-1"
+    got = list_files([f"s3://logs/wal{q}"], accept_name=lambda n: n.endswith(".xlog"))
+    assert [e.uri for e in got] == [f"s3://logs/wal/1.xlog{q}", f"s3://logs/wal/2.xlog{q}"]
+    assert [display_name(e.uri) for e in got] == ["s3://logs/wal/1.xlog", "s3://logs/wal/2.xlog"]
+    assert [e.uri for e in list_files([f"s3://logs/wal/*/*.xlog{q}"])] == [f"s3://logs/wal/x/3.xlog{q}"]
+    with open_input(got[1].uri) as f:
+        assert f.read() == b"two"
