@@ -19,6 +19,12 @@ kernels = [
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),
+    Extension(
+        "spark_logsource.mysql._kernel",
+        sources=["spark_logsource/mysql/_kernel.c"],
+        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        optional=True,
+    ),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 

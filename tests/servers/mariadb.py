@@ -72,7 +72,7 @@ class MariaDBServer:
             f"--log-error={self.error_log}", f"--log-bin={self.binlog_dir / 'mysql-bin'}",
             "--server-id=1", "--binlog-format=ROW", "--skip-name-resolve", "--innodb-buffer-pool-size=64M",
             "--innodb-log-file-size=64M", "--max-allowed-packet=64M", "--innodb-flush-log-at-trx-commit=0",
-            "--sync-binlog=0", "--skip-log-error=0",
+            "--sync-binlog=0", "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
         ]
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT_S
