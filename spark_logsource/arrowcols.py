@@ -1,0 +1,110 @@
+"""Arrow column builders shared by the decoders: variant columns and repeated constant columns.
+
+A Spark ``variant`` column crosses the Arrow boundary as ``struct<value: binary NOT NULL, metadata: binary
+NOT NULL>`` whose field carries the metadata ``{b"variant": b"true"}`` (Spark's ``ArrowUtils``; checked on
+pyspark 4.3, see /work/shared/notes/spark-python-datasource.md).  A SQL NULL row is a null struct slot; its
+children still hold a (empty) value so that they stay non-null, as their type demands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from spark_logsource.variant import EMPTY_METADATA, encode_variant
+
+__all__ = [
+    "VARIANT_METADATA",
+    "int64_column",
+    "string_column",
+    "variant_array",
+    "variant_array_from_python",
+    "variant_field",
+    "variant_type",
+]
+
+VARIANT_METADATA = {b"variant": b"true"}
+
+_VARIANT_CHILDREN = (
+    pa.field("value", pa.binary(), nullable=False),
+    pa.field("metadata", pa.binary(), nullable=False),
+)
+_VARIANT_TYPE = pa.struct(list(_VARIANT_CHILDREN))
+_INT32_MAX = 2**31 - 1
+
+
+def variant_type() -> pa.DataType:
+    """``struct<value: binary NOT NULL, metadata: binary NOT NULL>``, the Arrow form of a Spark variant."""
+    return _VARIANT_TYPE
+
+
+def variant_field(name: str, nullable: bool = True) -> pa.Field:
+    """A schema field for a variant column (the struct type plus the ``variant`` field metadata)."""
+    return pa.field(name, _VARIANT_TYPE, nullable=nullable, metadata=VARIANT_METADATA)
+
+
+def variant_array(values: Sequence[bytes | None], metadatas: Sequence[bytes | None]) -> pa.StructArray:
+    """A variant column from encoded parts; a ``None`` value makes that row SQL NULL.
+
+    ``values[i]`` and ``metadatas[i]`` are the two halves returned by
+    :func:`spark_logsource.variant.encode_variant`.
+    """
+    if len(values) != len(metadatas):
+        raise ValueError(f"{len(values)} values but {len(metadatas)} metadatas")
+    if None in values:
+        mask = pa.array([value is None for value in values], pa.bool_())
+        value_children = [b"" if value is None else value for value in values]
+        metadata_children = [
+            b"" if value is None or metadata is None else metadata
+            for value, metadata in zip(values, metadatas, strict=True)
+        ]
+    else:
+        mask = None
+        value_children = list(values)
+        metadata_children = list(metadatas)
+        if None in metadata_children:
+            raise ValueError("a non-null variant value has no metadata")
+    children = [pa.array(value_children, pa.binary()), pa.array(metadata_children, pa.binary())]
+    return pa.StructArray.from_arrays(children, fields=list(_VARIANT_CHILDREN), mask=mask)
+
+
+def variant_array_from_python(objs: Sequence[Any], present: Sequence[bool] | None = None) -> pa.StructArray:
+    """Encode Python values into a variant column.
+
+    ``None`` in ``objs`` is a variant null (JSON ``null``), unless ``present[i]`` is false: then row ``i`` is
+    SQL NULL (the column is absent in that row).
+    """
+    if present is not None and len(present) != len(objs):
+        raise ValueError(f"{len(objs)} values but {len(present)} presence flags")
+    values: list[bytes | None] = []
+    metadatas: list[bytes | None] = []
+    for index, obj in enumerate(objs):
+        if present is not None and not present[index]:
+            values.append(None)
+            metadatas.append(EMPTY_METADATA)
+            continue
+        value, metadata = encode_variant(obj)
+        values.append(value)
+        metadatas.append(metadata)
+    return variant_array(values, metadatas)
+
+
+def string_column(value: str, n: int) -> pa.Array:
+    """``n`` copies of ``value`` as a ``pa.string()`` array, built from buffers (no per-row Python work)."""
+    data = value.encode("utf-8")
+    if n < 0:
+        raise ValueError(f"negative length {n}")
+    if len(data) * n > _INT32_MAX:
+        raise ValueError(f"{n} copies of a {len(data)}-byte string exceed the 2 GiB of a pa.string() column")
+    offsets = np.arange(0, len(data) * (n + 1), len(data), dtype=np.int32) if data else np.zeros(n + 1, np.int32)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def int64_column(value: int, n: int) -> pa.Array:
+    """``n`` copies of the int64 ``value``, built from one numpy buffer."""
+    if n < 0:
+        raise ValueError(f"negative length {n}")
+    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.full(n, value, dtype=np.int64))])
