@@ -16,12 +16,14 @@ kernels = [
     Extension(
         "spark_logsource.tarantool._kernel",
         sources=["spark_logsource/tarantool/_kernel.c"],
+        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource/tarantool").glob("_*.h"))],
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),
     Extension(
         "spark_logsource.mysql._kernel",
         sources=["spark_logsource/mysql/_kernel.c"],
+        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource").glob("*/_*.h"))],
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),

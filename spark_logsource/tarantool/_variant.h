@@ -1,0 +1,384 @@
+/*
+ * msgpack value -> Spark Variant (value, metadata), byte-identical to spark_logsource.variant.encode_variant
+ * applied to the Python value msgpack-python + spark_logsource.tarantool.mpext would decode.
+ *
+ * Layout: Apache Spark common/variant/README.md (= Parquet VariantEncoding.md); the canonical choices
+ * (smallest int width, uint64 above int64 -> decimal16 scale 0, float32/64 -> double, short string < 64 bytes,
+ * objects sorted by key bytes with values in that order and last duplicate winning, smallest id/offset
+ * sizes, is_large only above 255 elements, sorted metadata dictionary) are the rules in variant.py's
+ * docstring. Two passes: collect every map key (converted to text as jsontext.key_text does) to build the
+ * metadata dictionary, then encode with the field ids. Values the C code does not render itself (Tarantool
+ * ext types other than uuid, invalid UTF-8, map/array keys, nesting deeper than TC_MAX_DEPTH) return
+ * TC_FALLBACK: the caller then encodes the whole value with the Python reference.
+ */
+#ifndef SPARK_LOGSOURCE_VARIANT_H
+#define SPARK_LOGSOURCE_VARIANT_H
+
+#include "_text.h"
+
+/* Variant header bytes (basic_type | value_header << 2). */
+#define VH_NULL 0x00
+#define VH_TRUE 0x04
+#define VH_FALSE 0x08
+#define VH_INT8 (3 << 2)
+#define VH_INT16 (4 << 2)
+#define VH_INT32 (5 << 2)
+#define VH_INT64 (6 << 2)
+#define VH_DOUBLE (7 << 2)
+#define VH_DECIMAL4 (8 << 2)
+#define VH_DECIMAL8 (9 << 2)
+#define VH_DECIMAL16 (10 << 2)
+#define VH_TIMESTAMP (12 << 2)
+#define VH_BINARY (15 << 2)
+#define VH_LONG_STR (16 << 2)
+#define VB_SHORT_STR 1
+#define VB_OBJECT 2
+#define VB_ARRAY 3
+
+/* Smallest of 1/2/3/4 bytes holding `v`; 0 when it needs more than 4 (the Python path raises then). */
+static inline int var_size_of(uint64_t v)
+{
+    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
+}
+
+/* Pass 1: append a tc_key for every map key in the value, in traversal order. */
+static int var_collect(tc_ctx *c, mp_rd *r, int depth)
+{
+    mp_item it;
+    if (depth > TC_MAX_DEPTH || mp_next(r, &it))
+        return TC_FALLBACK;
+    switch (it.kind) {
+    case MPK_ARRAY:
+        for (uint32_t i = 0; i < it.n; i++) {
+            int rc = var_collect(c, r, depth + 1);
+            if (rc)
+                return rc;
+        }
+        return TC_OK;
+    case MPK_MAP:
+        for (uint32_t i = 0; i < it.n; i++) {
+            mp_item key;
+            tc_key k;
+            if (mp_next(r, &key) || key.kind == MPK_ARRAY || key.kind == MPK_MAP)
+                return TC_FALLBACK;
+            int rc = key_ref(c, &key, &k);
+            if (rc)
+                return rc;
+            if (ls_buf_put(&c->keys, &k, sizeof k))
+                return TC_NOMEM;
+            rc = var_collect(c, r, depth + 1);
+            if (rc)
+                return rc;
+        }
+        return TC_OK;
+    case MPK_STR: {
+        int ascii;
+        return utf8_valid(it.data, it.n, &ascii) ? TC_OK : TC_FALLBACK;
+    }
+    case MPK_EXT:
+        return (it.ext == MP_EXT_UUID && it.n == 16) ? TC_OK : TC_FALLBACK;
+    default:
+        return TC_OK;
+    }
+}
+
+/*
+ * Build the metadata (c->meta) from the collected keys and give every key occurrence its field id
+ * (c->ids, parallel to c->keys). Dictionary = sorted distinct key texts.
+ */
+static int var_build_metadata(tc_ctx *c)
+{
+    size_t n = c->keys.len / sizeof(tc_key);
+    c->meta.len = 0;
+    c->ids.len = 0;
+    if (n == 0)
+        return ls_buf_put(&c->meta, "\x01\x00\x00", 3) ? TC_NOMEM : TC_OK;
+    if (n > UINT32_MAX / 2)
+        return TC_FALLBACK;
+    c->order.len = 0;
+    if (ls_buf_reserve(&c->order, 2 * n * sizeof(uint32_t)) || ls_buf_reserve(&c->ids, n * sizeof(uint32_t)))
+        return TC_NOMEM;
+    uint32_t *idx = (uint32_t *)c->order.data;
+    uint32_t *tmp = idx + n;
+    uint32_t *ids = (uint32_t *)c->ids.data;
+    c->ids.len = n * sizeof(uint32_t);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)i;
+    keys_sort(c, idx, tmp, n);
+    const tc_key *keys = (const tc_key *)c->keys.data;
+    /* Assign ids; the distinct keys (first occurrence of each) are listed in tmp. */
+    uint32_t count = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || key_cmp(c, &keys[idx[i - 1]], &keys[idx[i]]) != 0) {
+            tmp[count++] = idx[i];
+            total += keys[idx[i]].len;
+        }
+        ids[idx[i]] = count - 1;
+    }
+    int os = var_size_of(total > count ? total : count);
+    if (os == 0)
+        return TC_FALLBACK;
+    size_t head = 1 + (size_t)os * (count + 2);
+    if (ls_buf_reserve(&c->meta, head + total))
+        return TC_NOMEM;
+    uint8_t *m = c->meta.data;
+    m[0] = (uint8_t)(0x01 | 0x10 | ((os - 1) << 6));
+    ls_put_le(m + 1, count, os);
+    uint64_t off = 0;
+    uint8_t *str = m + head;
+    for (uint32_t i = 0; i < count; i++) {
+        ls_put_le(m + 1 + (size_t)os * (i + 1), off, os);
+        const tc_key *k = &keys[tmp[i]];
+        memcpy(str + off, key_bytes(c, k), k->len);
+        off += k->len;
+    }
+    ls_put_le(m + 1 + (size_t)os * (count + 1), off, os);
+    c->meta.len = head + total;
+    return TC_OK;
+}
+
+static int var_put_int(ls_buf *b, int64_t v)
+{
+    if (ls_buf_reserve(b, 9))
+        return TC_NOMEM;
+    uint8_t *d = b->data + b->len;
+    int size;
+    if (v >= -0x80 && v < 0x80) {
+        d[0] = VH_INT8;
+        size = 1;
+    } else if (v >= -0x8000 && v < 0x8000) {
+        d[0] = VH_INT16;
+        size = 2;
+    } else if (v >= -0x80000000LL && v < 0x80000000LL) {
+        d[0] = VH_INT32;
+        size = 4;
+    } else {
+        d[0] = VH_INT64;
+        size = 8;
+    }
+    ls_put_le(d + 1, (uint64_t)v, size);
+    b->len += 1 + (size_t)size;
+    return TC_OK;
+}
+
+/* Header + bytes of a string (short below 64 bytes, else long string with a u32 length). */
+static int var_put_str(ls_buf *b, const uint8_t *s, size_t n)
+{
+    if (n > 0xffffffffULL)
+        return TC_FALLBACK;
+    if (ls_buf_reserve(b, n + 5))
+        return TC_NOMEM;
+    uint8_t *d = b->data + b->len;
+    if (n < 64) {
+        *d++ = (uint8_t)((n << 2) | VB_SHORT_STR);
+    } else {
+        *d++ = VH_LONG_STR;
+        ls_put_le(d, n, 4);
+        d += 4;
+    }
+    if (n)
+        memcpy(d, s, n);
+    b->len = (size_t)(d - b->data) + n;
+    return TC_OK;
+}
+
+static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos);
+
+/* Object: values written in msgpack order, then sorted by field id (= key order), last duplicate kept. */
+static int var_object(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos)
+{
+    size_t base = c->out.len;
+    size_t sbase = c->stack.len;
+    const uint32_t *ids = (const uint32_t *)c->ids.data;
+    if (ls_buf_reserve(&c->stack, (size_t)n * sizeof(tc_field)))
+        return TC_NOMEM;
+    c->stack.len += (size_t)n * sizeof(tc_field);
+    int sorted = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        mp_item key;
+        if (mp_next(r, &key))
+            return TC_FALLBACK;
+        uint32_t id = ids[(*keypos)++];
+        size_t start = c->out.len;
+        int rc = var_encode(c, r, depth + 1, keypos);
+        if (rc)
+            return rc;
+        tc_field *f = (tc_field *)(c->stack.data + sbase);
+        f[i].id = id;
+        f[i].index = i;
+        f[i].start = start;
+        f[i].len = c->out.len - start;
+        if (i > 0 && f[i - 1].id >= id)
+            sorted = 0;
+    }
+    tc_field *f = (tc_field *)(c->stack.data + sbase);
+    uint32_t m = n;
+    if (!sorted) {
+        /* Insertion sort by (id, index) — maps in rows are small; then keep the last of equal ids. */
+        for (uint32_t i = 1; i < n; i++) {
+            tc_field v = f[i];
+            uint32_t j = i;
+            while (j > 0 && (f[j - 1].id > v.id || (f[j - 1].id == v.id && f[j - 1].index > v.index))) {
+                f[j] = f[j - 1];
+                j--;
+            }
+            f[j] = v;
+        }
+        m = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i + 1 < n && f[i + 1].id == f[i].id)
+                continue;
+            f[m++] = f[i];
+        }
+        /* Rewrite the values in field order. */
+        size_t total = c->out.len - base;
+        c->tmp.len = 0;
+        if (ls_buf_put(&c->tmp, c->out.data + base, total))
+            return TC_NOMEM;
+        size_t pos = base;
+        for (uint32_t i = 0; i < m; i++) {
+            memcpy(c->out.data + pos, c->tmp.data + (f[i].start - base), f[i].len);
+            f[i].start = pos;
+            pos += f[i].len;
+        }
+        c->out.len = pos;
+    }
+    uint64_t data = c->out.len - base;
+    uint32_t max_id = 0;
+    for (uint32_t i = 0; i < m; i++)
+        if (f[i].id > max_id)
+            max_id = f[i].id;
+    int os = var_size_of(data), is = var_size_of(max_id);
+    if (os == 0 || is == 0)
+        return TC_FALLBACK;
+    int large = m > 255;
+    size_t head = 1 + (large ? 4 : 1) + (size_t)m * is + (size_t)(m + 1) * os;
+    /* Offsets are needed after the gap moves the values: record them first. */
+    uint8_t *h = ls_buf_open_gap(&c->out, base, head);
+    if (h == NULL)
+        return TC_NOMEM;
+    f = (tc_field *)(c->stack.data + sbase);
+    h[0] = (uint8_t)((((large << 4) | ((is - 1) << 2) | (os - 1)) << 2) | VB_OBJECT);
+    ls_put_le(h + 1, m, large ? 4 : 1);
+    uint8_t *p = h + 1 + (large ? 4 : 1);
+    for (uint32_t i = 0; i < m; i++, p += is)
+        ls_put_le(p, f[i].id, is);
+    for (uint32_t i = 0; i < m; i++, p += os)
+        ls_put_le(p, f[i].start - base, os);
+    ls_put_le(p, data, os);
+    c->stack.len = sbase;
+    return TC_OK;
+}
+
+static int var_array(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos)
+{
+    size_t base = c->out.len;
+    size_t sbase = c->stack.len;
+    if (ls_buf_reserve(&c->stack, (size_t)n * sizeof(size_t)))
+        return TC_NOMEM;
+    c->stack.len += (size_t)n * sizeof(size_t);
+    for (uint32_t i = 0; i < n; i++) {
+        size_t start = c->out.len - base;
+        int rc = var_encode(c, r, depth + 1, keypos);
+        if (rc)
+            return rc;
+        ((size_t *)(c->stack.data + sbase))[i] = start;
+    }
+    uint64_t data = c->out.len - base;
+    int os = var_size_of(data);
+    if (os == 0)
+        return TC_FALLBACK;
+    int large = n > 255;
+    size_t head = 1 + (large ? 4 : 1) + (size_t)(n + 1) * os;
+    uint8_t *h = ls_buf_open_gap(&c->out, base, head);
+    if (h == NULL)
+        return TC_NOMEM;
+    const size_t *starts = (const size_t *)(c->stack.data + sbase);
+    h[0] = (uint8_t)((((large << 2) | (os - 1)) << 2) | VB_ARRAY);
+    ls_put_le(h + 1, n, large ? 4 : 1);
+    uint8_t *p = h + 1 + (large ? 4 : 1);
+    for (uint32_t i = 0; i < n; i++, p += os)
+        ls_put_le(p, starts[i], os);
+    ls_put_le(p, data, os);
+    c->stack.len = sbase;
+    return TC_OK;
+}
+
+/* Pass 2: encode one value into c->out. */
+static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos)
+{
+    mp_item it;
+    if (depth > TC_MAX_DEPTH || mp_next(r, &it))
+        return TC_FALLBACK;
+    switch (it.kind) {
+    case MPK_NIL:
+        return ls_buf_byte(&c->out, VH_NULL) ? TC_NOMEM : TC_OK;
+    case MPK_TRUE:
+        return ls_buf_byte(&c->out, VH_TRUE) ? TC_NOMEM : TC_OK;
+    case MPK_FALSE:
+        return ls_buf_byte(&c->out, VH_FALSE) ? TC_NOMEM : TC_OK;
+    case MPK_INT:
+        return var_put_int(&c->out, it.v.i);
+    case MPK_UINT:
+        if (it.v.u <= (uint64_t)INT64_MAX)
+            return var_put_int(&c->out, (int64_t)it.v.u);
+        if (ls_buf_reserve(&c->out, 18))
+            return TC_NOMEM;
+        c->out.data[c->out.len] = VH_DECIMAL16;
+        c->out.data[c->out.len + 1] = 0;
+        ls_put_le(c->out.data + c->out.len + 2, it.v.u, 8);
+        memset(c->out.data + c->out.len + 10, 0, 8);
+        c->out.len += 18;
+        return TC_OK;
+    case MPK_FLOAT32:
+    case MPK_FLOAT64: {
+        uint64_t bits;
+        memcpy(&bits, &it.v.d, 8);
+        if (ls_buf_byte(&c->out, VH_DOUBLE) || ls_buf_le(&c->out, bits, 8))
+            return TC_NOMEM;
+        return TC_OK;
+    }
+    case MPK_STR:
+        return var_put_str(&c->out, it.data, it.n);
+    case MPK_BIN:
+        if (ls_buf_byte(&c->out, VH_BINARY) || ls_buf_le(&c->out, it.n, 4) || ls_buf_put(&c->out, it.data, it.n))
+            return TC_NOMEM;
+        return TC_OK;
+    case MPK_ARRAY:
+        return var_array(c, r, it.n, depth, keypos);
+    case MPK_MAP:
+        return var_object(c, r, it.n, depth, keypos);
+    case MPK_EXT:
+        if (it.ext == MP_EXT_UUID && it.n == 16) {
+            uint8_t text[36];
+            ls_buf t = {text, 0, sizeof text};
+            put_uuid_text(&t, it.data);
+            return var_put_str(&c->out, text, 36);
+        }
+        return TC_FALLBACK;
+    default:
+        return TC_FALLBACK;
+    }
+}
+
+/*
+ * Encode the (validated) msgpack value at data[0..n) into c->out (value) and c->meta (metadata).
+ * Returns TC_OK, TC_FALLBACK or TC_NOMEM.
+ */
+static int var_transcode(tc_ctx *c, const uint8_t *data, size_t n)
+{
+    c->out.len = c->keytext.len = c->keys.len = c->stack.len = 0;
+    mp_rd r = {data, data + n};
+    int rc = var_collect(c, &r, 0);
+    if (rc)
+        return rc;
+    rc = var_build_metadata(c);
+    if (rc)
+        return rc;
+    r.p = data;
+    size_t keypos = 0;
+    return var_encode(c, &r, 0, &keypos);
+}
+
+#endif
