@@ -26,7 +26,9 @@ if [[ ! -x .venv/bin/python ]]; then
   # --system-site-packages: reuse what the machine already has (e.g. a preinstalled pyspark); pip adds the rest.
   python3 -m venv --system-site-packages .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[spark,cli,test,bench]"
+# compat mode: a .pth path entry, so that Spark's auto-registration (pkgutil.iter_modules) sees pyspark_* modules
+.venv/bin/python -m pip install -q --disable-pip-version-check --config-settings editable_mode=compat \
+  -e ".[spark,cli,test,bench]"
 .venv/bin/python - <<'PY'
 import importlib.util, sys
 ok = importlib.util.find_spec("spark_logsource.tarantool._kernel") is not None

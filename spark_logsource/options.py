@@ -7,6 +7,7 @@ the same :class:`~spark_logsource.errors.OptionError` naming the option in both 
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import re
@@ -64,12 +65,14 @@ class OptionMap:
             self._values[key.lower()] = value
             self._names[key.lower()] = key
         self._used: set[str] = set()
+        self._known: dict[str, str] = {}  # lower-case → documented spelling of every option asked for
 
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._values
 
     def raw(self, name: str) -> Any:
         self._used.add(name.lower())
+        self._known[name.lower()] = name
         return self._values.get(name.lower())
 
     def string(self, name: str, default: str | None = None) -> str | None:
@@ -183,7 +186,10 @@ class OptionMap:
         allowed = self.ALWAYS_ALLOWED | {e.lower() for e in extra_allowed}
         unknown = sorted(self._names[k] for k in self._values if k not in self._used and k not in allowed)
         if unknown:
-            raise OptionError(unknown[0], "unknown option for this format")
+            known = {**self._known, **{e.lower(): e for e in extra_allowed}}
+            close = difflib.get_close_matches(unknown[0].lower(), list(known), n=1, cutoff=0.75)
+            hint = f" (did you mean {known[close[0]]!r}?)" if close else ""
+            raise OptionError(unknown[0], f"unknown option for this format{hint}")
 
     def common(self) -> CommonOptions:
         mode = ParseMode(self.choice("mode", [m.value for m in ParseMode], ParseMode.PERMISSIVE.value))

@@ -43,7 +43,7 @@ def test_paths_from_spark_json_array_and_unknown_options() -> None:
     opts = OptionMap({"paths": '["/a", "/b"]', "path": "/c", "spaceid": "1", "spaceIdd": "2"})
     assert opts.paths() == ["/c", "/a", "/b"]
     opts.int_list("spaceId")
-    with pytest.raises(OptionError, match="spaceIdd.*unknown option"):
+    with pytest.raises(OptionError, match="spaceIdd.*unknown option.*did you mean 'spaceId'"):
         opts.check_all_used()
 
 

@@ -58,7 +58,7 @@ static PyObject *empty_bytes;        /* b"" */
 static PyObject *body_prefix;        /* "body_" */
 static PyObject *catchable;          /* exceptions rows.py turns into CorruptDataError */
 static PyObject *py_unpacker;        /* rows._unpacker (lazy: rows imports this module) */
-static PyObject *py_encode_variant;  /* spark_logsource.variant.encode_variant (lazy) */
+static PyObject *py_encode_variant;  /* spark_logsource.tarantool.rows.variant_of (lazy) */
 static PyObject *py_to_json;         /* spark_logsource.jsontext.to_json (lazy) */
 
 /* One entry of a header or body map: key code and the stored bytes of its value. */
@@ -162,10 +162,9 @@ static int load_python_path(void)
     if (rows == NULL)
         return -1;
     PyObject *unpacker = PyObject_GetAttrString(rows, "_unpacker");
+    /* rows.variant_of: encode_variant, with strings of invalid UTF-8 turned into binary (the reference's rule) */
+    PyObject *encode = unpacker ? PyObject_GetAttrString(rows, "variant_of") : NULL;
     Py_DECREF(rows);
-    PyObject *variant = unpacker ? PyImport_ImportModule("spark_logsource.variant") : NULL;
-    PyObject *encode = variant ? PyObject_GetAttrString(variant, "encode_variant") : NULL;
-    Py_XDECREF(variant);
     PyObject *jsontext = encode ? PyImport_ImportModule("spark_logsource.jsontext") : NULL;
     PyObject *to_json = jsontext ? PyObject_GetAttrString(jsontext, "to_json") : NULL;
     Py_XDECREF(jsontext);
@@ -215,7 +214,7 @@ static int py_encode(decoder *d, const uint8_t *val, size_t len, PyObject **out,
     }
     if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
         Py_DECREF(res);
-        PyErr_SetString(PyExc_TypeError, "encode_variant did not return a (value, metadata) tuple");
+        PyErr_SetString(PyExc_TypeError, "variant_of did not return a (value, metadata) tuple");
         return -1;
     }
     *out = Py_NewRef(PyTuple_GET_ITEM(res, 0));

@@ -1,0 +1,217 @@
+"""Read one Tarantool xlog/snap/vylog/run/index file (or a byte range of it) as Arrow record batches.
+
+Ties together :mod:`meta` (the text header), :mod:`blocks` (framing, checksums, zstd, resync) and :mod:`rows`
+(the rows of one block).  Output schema (issue #2): ``file, offset, file_type, lsn, replica_id, tsn,
+is_commit, timestamp, type, group_id, space_id, index_id, key, tuple, ops, extra`` and, in PERMISSIVE mode,
+the corrupt-record column.  Bad data follows ``options.common.mode``:
+
+- FAILFAST: raise the :class:`~spark_logsource.errors.CorruptDataError` (path + byte offset of the bad block).
+- PERMISSIVE: one row per bad region (``file``, ``offset``, ``file_type`` and the corrupt column set, the rest
+  null), then reading resumes at the next sync point.
+- DROPMALFORMED: log a warning naming path and offset, skip.
+
+A file whose meta header cannot be read is one bad region at offset 0 (reported by the split starting at 0).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from spark_logsource.arrowcols import string_column, variant_array, variant_field
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.filters import Predicate, apply_predicates
+from spark_logsource.options import CommonOptions, ParseMode
+from spark_logsource.tarantool.blocks import BadRegion, Block, BlockScanner, source_size
+from spark_logsource.tarantool.meta import XlogMeta, read_meta
+from spark_logsource.tarantool.rows import SCALAR_COLUMNS, TUPLE_FORMATS, VALUE_COLUMNS, decode_payload, output_keys
+
+__all__ = ["XlogMeta", "XlogReadOptions", "iter_file_batches", "read_meta", "xlog_schema"]
+
+log = logging.getLogger(__name__)
+
+_SCALAR_TYPES: dict[str, pa.DataType] = {
+    "lsn": pa.int64(),
+    "replica_id": pa.int32(),
+    "tsn": pa.int64(),
+    "is_commit": pa.bool_(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "type": pa.string(),
+    "group_id": pa.int32(),
+    "space_id": pa.int32(),
+    "index_id": pa.int32(),
+}
+
+
+@dataclass(frozen=True)
+class XlogReadOptions:
+    """Options of the Tarantool reader: ``tuple_format`` in variant/json/msgpack, plus the common ones."""
+
+    tuple_format: str = "variant"
+    common: CommonOptions = field(default_factory=CommonOptions)
+
+    def __post_init__(self) -> None:
+        if self.tuple_format not in TUPLE_FORMATS:
+            raise ValueError(f"tuple_format must be one of {TUPLE_FORMATS}, got {self.tuple_format!r}")
+
+
+def _value_field(name: str, tuple_format: str) -> pa.Field:
+    if tuple_format == "variant":
+        return variant_field(name)
+    if tuple_format == "json":
+        return pa.field(name, pa.string())
+    return pa.field(name, pa.binary())
+
+
+def xlog_schema(tuple_format: str, corrupt_column: str | None) -> pa.Schema:
+    """The Arrow schema of every batch (all fields nullable); ``corrupt_column`` only in PERMISSIVE mode."""
+    if tuple_format not in TUPLE_FORMATS:
+        raise ValueError(f"tuple_format must be one of {TUPLE_FORMATS}, got {tuple_format!r}")
+    fields = [pa.field("file", pa.string()), pa.field("offset", pa.int64()), pa.field("file_type", pa.string())]
+    fields += [pa.field(name, _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
+    fields += [_value_field(name, tuple_format) for name in VALUE_COLUMNS]
+    if corrupt_column is not None:
+        fields.append(pa.field(corrupt_column, pa.string()))
+    return pa.schema(fields)
+
+
+class _BatchBuilder:
+    """Accumulates decoded column lists and cuts them into record batches of the output schema."""
+
+    def __init__(self, path: str, file_type: str | None, options: XlogReadOptions, predicates: Sequence[Predicate]):
+        self.path = path
+        self.file_type = file_type
+        self.tuple_format = options.tuple_format
+        self.batch_size = options.common.batch_size
+        self.corrupt_column = options.common.corrupt_column_or_none
+        self.schema = xlog_schema(self.tuple_format, self.corrupt_column)
+        self.predicates = predicates
+        self.keys = output_keys(self.tuple_format)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: dict[str, list] = {k: [] for k in self.keys}
+        self.offsets: list[int] = []
+        self.corrupt: list[str | None] = []
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add_rows(self, offset: int, cols: dict[str, list]) -> None:
+        n = len(cols["lsn"])
+        for key in self.keys:
+            self.cols[key].extend(cols[key])
+        self.offsets.extend([offset] * n)
+        self.corrupt.extend([None] * n)
+
+    def add_corrupt(self, offset: int, message: str) -> None:
+        for key in self.keys:
+            self.cols[key].append(b"" if key.endswith(".metadata") else None)
+        self.offsets.append(offset)
+        self.corrupt.append(message)
+
+    def full_batches(self) -> Iterator[pa.RecordBatch]:
+        while len(self) >= self.batch_size:
+            yield from self._emit(self.batch_size)
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if len(self):
+            yield from self._emit(len(self))
+
+    def _emit(self, n: int) -> Iterator[pa.RecordBatch]:
+        cols = {k: v[:n] for k, v in self.cols.items()}
+        offsets, corrupt = self.offsets[:n], self.corrupt[:n]
+        for v in self.cols.values():
+            del v[:n]
+        del self.offsets[:n]
+        del self.corrupt[:n]
+        batch = self._to_batch(n, cols, offsets, corrupt)
+        batch = apply_predicates(batch, self.predicates)
+        if len(batch):
+            yield batch
+
+    def _to_batch(self, n: int, cols: dict[str, list], offsets: list[int], corrupt: list[str | None]) -> pa.RecordBatch:
+        arrays: list[pa.Array] = [
+            string_column(self.path, n),
+            pa.array(offsets, pa.int64()),
+            string_column(self.file_type, n) if self.file_type is not None else pa.nulls(n, pa.string()),
+        ]
+        arrays += [pa.array(cols[name], _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
+        for name in VALUE_COLUMNS:
+            if self.tuple_format == "variant":
+                arrays.append(variant_array(cols[name + ".value"], cols[name + ".metadata"]))
+            elif self.tuple_format == "json":
+                arrays.append(pa.array(cols[name], pa.string()))
+            else:
+                arrays.append(pa.array(cols[name], pa.binary()))
+        if self.corrupt_column is not None:
+            arrays.append(pa.array(corrupt, pa.string()))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _report(builder: _BatchBuilder, mode: ParseMode, offset: int, error: CorruptDataError) -> None:
+    """Apply the parse mode to one bad region."""
+    if mode is ParseMode.FAILFAST:
+        raise error
+    if mode is ParseMode.DROPMALFORMED:
+        log.warning("skipping malformed data: %s", error)
+        return
+    builder.add_corrupt(offset, str(error))
+
+
+def iter_file_batches(
+    source: Any,
+    path: str,
+    *,
+    start: int = 0,
+    end: int | None = None,
+    options: XlogReadOptions | None = None,
+    predicates: Sequence[Predicate] = (),
+) -> Iterator[pa.RecordBatch]:
+    """Batches (≤ ``batch_size`` rows, schema :func:`xlog_schema`) of the blocks starting in ``[start, end)``.
+
+    ``source`` is seekable (pyarrow NativeFile or Python binary file); ``path`` is written to the ``file``
+    column and to error messages.  Only rows satisfying every predicate are returned.
+    """
+    options = options if options is not None else XlogReadOptions()
+    mode = options.common.mode
+    size = source_size(source)
+    if size == 0:
+        log.info("%s: empty file (still being created?)", path)
+        return
+    try:
+        meta = read_meta(source, path)
+    except CorruptDataError as exc:
+        if start > 0:
+            return
+        builder = _BatchBuilder(path, None, options, predicates)
+        _report(builder, mode, exc.offset or 0, exc)
+        yield from builder.flush()
+        return
+    builder = _BatchBuilder(path, meta.file_type, options, predicates)
+    scanner = BlockScanner(
+        source,
+        path,
+        data_offset=meta.data_offset,
+        start=start,
+        end=end,
+        verify_checksums=options.common.verify_checksums,
+        size=size,
+    )
+    for item in scanner:
+        if isinstance(item, Block):
+            try:
+                cols = decode_payload(item.payload, options.tuple_format, path, item.offset)
+            except CorruptDataError as exc:
+                scanner.mark_rows_bad()
+                _report(builder, mode, item.offset, exc)
+            else:
+                builder.add_rows(item.offset, cols)
+        elif isinstance(item, BadRegion):
+            _report(builder, mode, item.offset, item.error)
+        yield from builder.full_batches()
+    yield from builder.flush()
