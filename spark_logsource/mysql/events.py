@@ -1,0 +1,313 @@
+"""Framing of a binlog file into events: magic, FORMAT_DESCRIPTION_EVENT, event_size walk, CRC32, resync.
+
+The file is ``fe 62 69 6e`` then v4 events (``shared/notes/mysql-binlog.md``; mysql-server
+``libs/mysql/binlog/event/binlog_event.h``). Events are walked by ``event_size`` (never ``log_pos``, which is 0
+inside TRANSACTION_PAYLOAD and for MariaDB 11 in-transaction events). Plain files are read through a bounded
+window (one chunk, or one event when an event is larger), so memory does not grow with the file; ``.gz`` files
+are inflated whole, with a cap on the inflated size.
+
+An event is accepted when its size fits (19 bytes + CRC <= size <= min(MAX_EVENT_SIZE, bytes left)) and
+either its CRC32 matches (files with ``binlog_checksum=CRC32``, when checksums are verified) or, without a CRC
+to check, its ``log_pos`` is 0 or ``pos + size`` (an unknown type must have the exact ``log_pos``). Otherwise
+the walk reports a :class:`FramingError` and resynchronises at the next offset where a *candidate* header
+validates (:meth:`BinlogFile.is_candidate`: known type or the IGNORABLE flag, plausible size, ``log_pos``, CRC).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
+from .checksum import CRC_LEN, event_crc_ok
+from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, UNKNOWN
+from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
+from .header import HEADER_LEN, unpack_header
+
+__all__ = ["MAX_EVENT_SIZE", "BinlogEvent", "BinlogFile", "FramingError"]
+
+log = logging.getLogger(__name__)
+
+#: MySQL's max_allowed_packet maximum (1 GiB) plus headers: no server writes a larger event.
+MAX_EVENT_SIZE = (1 << 30) + 4096
+#: Inflated size cap for ``.gz`` binlogs (they are read whole).
+DEFAULT_MAX_GZ_SIZE = 4 << 30
+_CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_KNOWN = frozenset(code for code in EVENT_TYPE_NAMES if code != UNKNOWN)
+
+
+@dataclass(slots=True)
+class BinlogEvent:
+    """One event. ``body`` excludes the 19-byte header and the CRC trailer.
+
+    Events from inside a TRANSACTION_PAYLOAD have the payload event's ``pos``/``next_pos`` and an
+    ``inner_index`` (0, 1, ...); their own ``event_size`` and ``log_pos`` (0) are kept as written.
+    """
+
+    pos: int
+    next_pos: int
+    timestamp: int
+    type_code: int
+    server_id: int
+    event_size: int
+    log_pos: int
+    flags: int
+    body: bytes
+    inner_index: int | None = None
+
+
+@dataclass(slots=True)
+class FramingError:
+    """Bytes ``[pos, next_pos)`` are not a valid event; reading resumes at ``next_pos``."""
+
+    pos: int
+    next_pos: int
+    error: CorruptDataError
+
+
+class _Window:
+    """Random reads of a seekable file through one bounded buffer."""
+
+    def __init__(self, stream: Any, size: int) -> None:
+        self.stream = stream
+        self.size = size
+        self.buf = b""
+        self.start = 0
+
+    def get(self, pos: int, length: int) -> bytes:
+        """Bytes ``[pos, pos + length)`` (fewer at the end of the file)."""
+        end = min(pos + length, self.size)
+        if self.start <= pos and end <= self.start + len(self.buf):
+            return self.buf[pos - self.start:end - self.start]
+        self.stream.seek(pos)
+        want = max(end - pos, _CHUNK)
+        want = min(want, self.size - pos)
+        data = self.stream.read(want)
+        self.buf, self.start = bytes(data), pos
+        return self.buf[:end - pos]
+
+
+def _stream_size(stream: Any) -> int:
+    size = getattr(stream, "size", None)
+    if callable(size):
+        return int(size())
+    here = stream.tell()
+    stream.seek(0, io.SEEK_END)
+    end = stream.tell()
+    stream.seek(here)
+    return end
+
+
+def inflate_gzip(stream: Any, path: str, max_size: int) -> tuple[bytes, CorruptDataError | None]:
+    """Inflate a whole gzip stream (all members) with at most ``max_size`` output bytes.
+
+    A damaged or truncated gzip keeps what inflated before the damage and returns the error beside it, so the
+    events before the damage are still read (the last one then shows up as truncated).
+    """
+    stream.seek(0)
+    out = bytearray()
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    in_member = False
+    consumed = 0
+    while True:
+        chunk = bytes(stream.read(_CHUNK))
+        if not chunk:
+            break
+        data = chunk
+        while data:
+            in_member = True
+            try:
+                piece = inflater.decompress(data, max_size + 1 - len(out))
+            except zlib.error as exc:
+                return bytes(out), CorruptDataError(path, consumed, f"gzip: {exc}")
+            out += piece
+            if len(out) > max_size:
+                raise UnsupportedDataError(path, 0, f"gzip binlog inflates beyond {max_size} bytes (the cap for "
+                                                    ".gz files, which are read whole)")
+            if inflater.eof:
+                data = inflater.unused_data
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                in_member = False
+            else:
+                data = inflater.unconsumed_tail
+        consumed += len(chunk)
+    if in_member:
+        return bytes(out), TruncatedDataError(path, consumed, "the gzip stream ends inside a member")
+    return bytes(out), None
+
+
+class BinlogFile:
+    """An opened binlog: its FDE and an event walk from any offset.
+
+    ``source`` is a seekable binary file (a ``pyarrow.NativeFile`` or a Python file object), bytes, or None (the
+    file ``path`` is opened). Files whose name ends with ``.gz`` (or that start with the gzip magic) are
+    inflated whole.
+    """
+
+    def __init__(self, source: Any, path: str, *, verify_checksums: bool = True,
+                 max_gz_size: int = DEFAULT_MAX_GZ_SIZE) -> None:
+        self.path = path
+        self.verify_checksums = verify_checksums
+        self.gzip_error: CorruptDataError | None = None
+        self._owned = None
+        if source is None:
+            source = self._owned = open(path, "rb")  # noqa: SIM115 - closed in close()
+        if isinstance(source, bytes | bytearray | memoryview):
+            source = io.BytesIO(bytes(source))
+        source.seek(0)
+        head = bytes(source.read(2))
+        self.is_gzip = head == _GZIP_MAGIC or path.split("?", 1)[0].endswith(".gz")
+        if self.is_gzip:
+            data, self.gzip_error = inflate_gzip(source, path, max_gz_size)
+            source = io.BytesIO(data)
+            if self.gzip_error is not None:
+                log.warning("%s", self.gzip_error)
+        self.size = _stream_size(source)
+        self._window = _Window(source, self.size)
+        self.fde: FormatDescription = self._read_head()
+        self.first_event_pos = 4 + self.fde.size
+        self.crc_len = CRC_LEN if self.fde.has_checksums else 0
+
+    def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def __enter__(self) -> BinlogFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- head ---------------------------------------------------------------------------------------------------
+    def _read_head(self) -> FormatDescription:
+        head = self._window.get(0, 4 + HEADER_LEN)
+        if len(head) < 4 or head[:4] != BINLOG_MAGIC:
+            if self.gzip_error is not None:
+                raise self.gzip_error
+            raise CorruptDataError(self.path, 0, f"not a binlog: the file starts with {head[:4].hex() or 'nothing'}"
+                                                 f", not the magic fe62696e")
+        detect_old_format(head, self.path)
+        if len(head) < 4 + HEADER_LEN:
+            raise TruncatedDataError(self.path, 4, "the file ends inside the FORMAT_DESCRIPTION_EVENT header")
+        header = unpack_header(head, 4)
+        size = header[3]
+        if header[1] != FORMAT_DESCRIPTION:
+            raise CorruptDataError(self.path, 4, f"expected a FORMAT_DESCRIPTION_EVENT at offset 4, found event "
+                                                 f"type {header[1]}")
+        if not HEADER_LEN < size <= MAX_FDE_SIZE:
+            raise CorruptDataError(self.path, 4, f"FORMAT_DESCRIPTION_EVENT size {size} is implausible")
+        event = self._window.get(4, size)
+        if len(event) < size:
+            raise TruncatedDataError(self.path, 4, f"FORMAT_DESCRIPTION_EVENT of {size} bytes, "
+                                                   f"{len(event)} in the file")
+        fde = decode_fde(event, path=self.path, offset=4)
+        # The FDE carries a CRC whenever the server writes the checksum_alg byte, even with alg OFF.
+        from .fde import server_has_checksum_byte
+
+        if self.verify_checksums and server_has_checksum_byte(fde.server_version) and not event_crc_ok(event):
+            raise ChecksumError(self.path, 4, "CRC32 of the FORMAT_DESCRIPTION_EVENT does not match")
+        return fde
+
+    # -- validation ---------------------------------------------------------------------------------------------
+    def _header_at(self, pos: int) -> tuple | None:
+        raw = self._window.get(pos, HEADER_LEN)
+        if len(raw) < HEADER_LEN:
+            return None
+        return unpack_header(raw, 0)
+
+    def is_candidate(self, pos: int, *, depth: int = 1) -> bool:
+        """Whether a valid event header starts at ``pos`` (for resync and split alignment).
+
+        Known type (or IGNORABLE flag), plausible size, ``log_pos == pos + size`` when not 0, and the CRC when the
+        file has checksums; without a CRC and with ``log_pos == 0``, the next header must validate too.
+        """
+        header = self._header_at(pos)
+        if header is None:
+            return False
+        _ts, type_code, _sid, size, log_pos, flags = header
+        if type_code not in _KNOWN and not flags & FLAG_IGNORABLE:
+            return False
+        if type_code == FORMAT_DESCRIPTION:
+            return False
+        if size < HEADER_LEN + self.crc_len or size > MAX_EVENT_SIZE or pos + size > self.size:
+            return False
+        end = pos + size
+        if log_pos != 0 and log_pos != end & 0xFFFFFFFF:
+            return False
+        if self.crc_len:
+            return event_crc_ok(self._window.get(pos, size))
+        if log_pos == 0 and end < self.size and depth > 0:
+            return self.is_candidate(end, depth=depth - 1)
+        return True
+
+    def resync(self, pos: int, limit: int | None = None) -> int:
+        """The first offset >= ``pos`` (and < ``limit``) where :meth:`is_candidate` holds, else the file size."""
+        stop = self.size if limit is None else min(limit, self.size)
+        while pos < stop:
+            if self.is_candidate(pos):
+                return pos
+            pos += 1
+        return self.size
+
+    # -- the walk -----------------------------------------------------------------------------------------------
+    def _check(self, pos: int) -> tuple[tuple | None, CorruptDataError | None]:
+        """The header at ``pos`` when the event there is acceptable, else the error."""
+        left = self.size - pos
+        if left < HEADER_LEN:
+            return None, TruncatedDataError(self.path, pos, f"the file ends {left} bytes into an event header")
+        header = self._header_at(pos)
+        _ts, type_code, _sid, size, log_pos, flags = header
+        if size < HEADER_LEN + self.crc_len:
+            return None, CorruptDataError(self.path, pos, f"event size {size} is smaller than its header")
+        if size > MAX_EVENT_SIZE:
+            return None, CorruptDataError(self.path, pos, f"event size {size} is over the 1 GiB maximum")
+        if size > left:
+            return None, TruncatedDataError(self.path, pos, f"event of {size} bytes, only {left} left in the file")
+        if self.crc_len and self.verify_checksums:
+            return header, None  # the CRC is checked on the event bytes by the caller
+        if log_pos != 0 and log_pos != (pos + size) & 0xFFFFFFFF:
+            return None, CorruptDataError(self.path, pos, f"log_pos {log_pos} is not the end of the event "
+                                                          f"({pos + size}): bad event size or header")
+        if type_code not in _KNOWN and not flags & FLAG_IGNORABLE and log_pos == 0:
+            return None, CorruptDataError(self.path, pos, f"unknown event type {type_code} without a log_pos")
+        return header, None
+
+    def events(self, start: int | None = None, stop: int | None = None) -> Iterator[BinlogEvent | FramingError]:
+        """Walk the events from ``start`` (default: the first after the FDE) to ``stop`` / the end.
+
+        The FDE itself is yielded first when ``start`` is at or before offset 4. Events are yielded while their
+        ``pos`` < ``stop``; the caller may stop consuming at any time.
+        """
+        pos = self.first_event_pos if start is None else start
+        end = self.size if stop is None else min(stop, self.size)
+        if pos <= 4:
+            event = self._window.get(4, self.fde.size)
+            header = unpack_header(event, 0)
+            yield BinlogEvent(4, 4 + self.fde.size, header[0], header[1], header[2], header[3], header[4],
+                              header[5], bytes(event[HEADER_LEN:len(event) - self.crc_len]))
+            pos = self.first_event_pos
+        crc_len = self.crc_len
+        verify = crc_len and self.verify_checksums
+        while pos < end:
+            header, error = self._check(pos)
+            if header is not None:
+                size = header[3]
+                event = self._window.get(pos, size)
+                if verify and not event_crc_ok(event):
+                    error = ChecksumError(self.path, pos, f"CRC32 mismatch in a {size}-byte event of type "
+                                                          f"{header[1]}")
+                else:
+                    yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
+                                      event[HEADER_LEN:size - crc_len])
+                    pos += size
+                    continue
+            assert error is not None
+            resume = self.resync(pos + 1)
+            yield FramingError(pos, resume, error)
+            pos = resume

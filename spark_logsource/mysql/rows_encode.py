@@ -1,0 +1,406 @@
+"""Rows events straight to encoded row images: Spark Variant ``(value, metadata)`` pairs or JSON text.
+
+This is the narrow boundary between the binlog reader and the compiled kernel ``spark_logsource.mysql._kernel``
+(``_kernel.c``). :func:`encode_rows_event` takes the body of one rows event and returns, per row, the before and
+after images already encoded; :func:`encode_rows_event_py` is the pure-Python reference it must equal:
+:func:`spark_logsource.mysql.rows.decode_rows_event` (engineer D's decoder, verified against ``mariadb-binlog``),
+then :func:`spark_logsource.variant.encode_variant` or :func:`spark_logsource.jsontext.to_json` of each row dict.
+
+Output (:class:`EncodedRows`): ``before`` and ``after`` always have ``n`` entries.
+
+* ``row_format="json"``: ``list[str | None]``, None where the event has no such image (insert before, delete
+  after);
+* ``row_format="variant"``: ``(values, metadatas)``, two lists; ``(None, b"")`` where there is no image.
+
+How the compiled path works. The post-header, column count and column bitmaps are parsed here (same checks,
+same errors as rows.py), MariaDB compressed rows events (166–171) are inflated here with
+:func:`~spark_logsource.mysql.compression.mariadb_uncompress`, and for each (TABLE_MAP, present-columns bitmap)
+a compact plan is built once and cached on ``TableMap.row_decoder_cache``: per present column its value kind
+(integer width and signedness, FLOAT, DOUBLE, DECIMAL precision/scale, DATE, YEAR, DATETIME2 / TIMESTAMP2 /
+TIME2 fsp, old TIMESTAMP / DATETIME / TIME, length-prefixed text with its charset kind, ENUM / SET with their
+names, BIT, binary GEOMETRY / VECTOR, NULL), its JSON member prefix, and for the image as a whole the sorted key
+order and the Variant metadata of its key set (made by ``encode_variant`` itself, so it is canonical by
+construction). The C kernel then decodes every row image directly to Variant / JSON bytes, raising the same
+CorruptDataError subclasses at the same offsets with the same messages as the Python decoder.
+
+Whole events go to the Python reference (correctness first; these are rare):
+
+* PARTIAL_UPDATE_ROWS (39, MySQL JSON diffs);
+* tables with a MySQL JSON column (type 245) among the columns of the image (the value is a nested document);
+* BIT columns wider than 8 bytes (only corrupt metadata makes them) and images whose column keys repeat;
+* any event when the kernel is not built or ``SPARK_LOGSOURCE_PURE_PYTHON=1``.
+
+Text with a charset other than utf8/utf8mb3/utf8mb4, latin1 (Python's cp1252, as column_types maps it), ascii and
+binary is decoded by the kernel through CPython's codec of that charset (``PyUnicode_Decode``), as values.py does.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CorruptDataError, OptionError, TruncatedDataError, UnsupportedDataError
+from ..jsontext import to_json
+from ..variant import encode_variant
+from . import column_types as ct
+from .compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
+from .packed import read_packed_int
+from .rows import decode_rows_event
+from .tablemap import TableMap, string_length_from_meta
+from .values import column_decoder, decimal_binary_size
+
+__all__ = ["KERNEL_AVAILABLE", "EncodedRows", "encode_rows_event", "encode_rows_event_c", "encode_rows_event_py"]
+
+log = logging.getLogger(__name__)
+
+try:
+    from . import _kernel
+except ImportError:  # not built (no compiler): the pure-Python path serves every event
+    _kernel = None
+
+#: True when the compiled kernel imported (it may still be bypassed by SPARK_LOGSOURCE_PURE_PYTHON=1).
+KERNEL_AVAILABLE = _kernel is not None
+
+ROW_FORMATS = ("variant", "json")
+
+_OPS = {20: "insert", 21: "update", 22: "delete", 23: "insert", 24: "update", 25: "delete",
+        30: "insert", 31: "update", 32: "delete", 39: "update",
+        166: "insert", 167: "update", 168: "delete", 169: "insert", 170: "update", 171: "delete"}
+_V2_TYPES = frozenset({30, 31, 32, 39, 169, 170, 171})
+_COMPRESSED_TYPES = frozenset({166, 167, 168, 169, 170, 171})
+_PARTIAL_UPDATE_ROWS = 39
+_OP_CODES = {"insert": 0, "update": 1, "delete": 2}
+
+# Value kinds of the kernel (must match enum mk_kind in _kernel.c).
+K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR = 0, 1, 2, 3, 4, 5, 6
+K_DATETIME2, K_TIMESTAMP2, K_TIME2, K_TIMESTAMP_OLD, K_DATETIME_OLD, K_TIME_OLD = 7, 8, 9, 10, 11, 12
+K_TEXT, K_ENUM, K_SET, K_BIT = 13, 14, 15, 16
+# Charset kinds of K_TEXT (enum mk_charset in _kernel.c).
+CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC = 0, 1, 2, 3
+
+_INT_WIDTHS = {ct.TINY: 1, ct.SHORT: 2, ct.INT24: 3, ct.LONG: 4, ct.LONGLONG: 8}
+_FALLBACK = "python"
+
+
+@dataclass(slots=True)
+class EncodedRows:
+    """The rows of one rows event, encoded (see the module docstring for the shape of ``before``/``after``)."""
+
+    table_id: int
+    flags: int
+    op: str
+    n: int
+    before: list | tuple[list, list] | None
+    after: list | tuple[list, list] | None
+
+
+def _check_row_format(row_format: str) -> bool:
+    if row_format not in ROW_FORMATS:
+        raise OptionError("rowFormat", f"must be one of {', '.join(ROW_FORMATS)}, not {row_format!r}")
+    return row_format == "json"
+
+
+# ---- the reference ------------------------------------------------------------------------------------------
+
+
+def encode_rows_event_py(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                         table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
+                         max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
+    """Reference: ``decode_rows_event`` then ``to_json`` / ``encode_variant`` of every row image.
+
+    One guard comes first: an event whose images have no column at all but that carries row data would make
+    ``decode_rows_event`` read empty rows forever; it is a CorruptDataError here (as in the kernel).
+    """
+    as_json = _check_row_format(row_format)
+    if event_type in _OPS and event_type != _PARTIAL_UPDATE_ROWS:
+        head = _parse_header(event_type, body, post_header_len, table_id_size, table_maps, path, offset)
+        mask = (1 << len(head.table_map.columns)) - 1
+        if not head.present & mask and (head.op != "update" or not head.present_after & mask):
+            _check_columns(head.table_map, path, offset)
+            data, pos, data_base, in_block = _row_data(event_type, head, path, offset, max_uncompressed)
+            if pos < len(data):
+                raise CorruptDataError(path, data_base if in_block else data_base + pos,
+                                       f"row 0 of {head.table_map.database}.{head.table_map.table}: "
+                                       "row image without columns")
+    event = decode_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                              table_maps=table_maps, path=path, offset=offset, max_uncompressed=max_uncompressed)
+    n = len(event.rows)
+    if as_json:
+        before: Any = [None if b is None else to_json(b) for b, _ in event.rows]
+        after: Any = [None if a is None else to_json(a) for _, a in event.rows]
+    else:
+        before = _variant_side([b for b, _ in event.rows])
+        after = _variant_side([a for _, a in event.rows])
+    return EncodedRows(event.table_id, event.flags, event.op, n, before, after)
+
+
+def _variant_side(images: list[dict | None]) -> tuple[list, list]:
+    values: list[bytes | None] = []
+    metadatas: list[bytes] = []
+    for image in images:
+        if image is None:
+            values.append(None)
+            metadatas.append(b"")
+        else:
+            value, metadata = encode_variant(image)
+            values.append(value)
+            metadatas.append(metadata)
+    return values, metadatas
+
+
+# ---- plans --------------------------------------------------------------------------------------------------
+
+
+def _column_spec(table_map: TableMap, index: int) -> tuple | str:
+    """The kernel's description of one column, ``(kind, a, b, c, names, codec, table, what)``, or _FALLBACK.
+
+    ``what`` is the name values.py gives the value in its truncation messages; ``names`` the UTF-8 ENUM / SET
+    names; ``codec`` / ``table`` the charset of K_TEXT columns (see :func:`_text_spec`).
+    """
+    col = table_map.columns[index]
+    t = col.real_type
+    meta = col.meta if isinstance(col.meta, int) else 0
+    if t in _INT_WIDTHS:
+        return (K_INT, _INT_WIDTHS[t], 0 if col.unsigned else 1, 0, None, None, None, "MEDIUMINT")
+    if t == ct.NEWDECIMAL:
+        precision, scale = meta >> 8, meta & 0xFF
+        return (K_DECIMAL, precision, scale, decimal_binary_size(precision, scale), None, None, None, "DECIMAL")
+    simple = _SIMPLE_KINDS.get(t)
+    if simple is not None:
+        return (simple, min(meta, 6), 0, 0, None, None, None, ct.TYPE_NAMES[t] if t != ct.NEWDATE else "DATE")
+    if t == ct.VARCHAR:
+        return _text_spec(1 if meta < 256 else 2, col.charset, "VARCHAR")
+    if t in (ct.STRING, ct.VAR_STRING):
+        return _text_spec(1 if string_length_from_meta(meta) < 256 else 2, col.charset, "CHAR")
+    if t in (ct.BLOB, ct.TINY_BLOB, ct.MEDIUM_BLOB, ct.LONG_BLOB):
+        return _text_spec(meta, col.charset, "BLOB")
+    if t in (ct.GEOMETRY, ct.VECTOR):
+        return (K_TEXT, meta, CS_BINARY, 0, None, None, None, ct.TYPE_NAMES[t])
+    if t == ct.ENUM:
+        names = None if col.enum_values is None else tuple(v.encode("utf-8") for v in col.enum_values)
+        return (K_ENUM, 2 if (meta & 0xFF) == 2 else 1, 0, 0, names, None, None, "ENUM")
+    if t == ct.SET:
+        names = None if col.set_values is None else tuple(v.encode("utf-8") for v in col.set_values)
+        return (K_SET, max(1, min(meta & 0xFF, 8)), 0, 0, names, None, None, "SET")
+    if t == ct.BIT:
+        size = (meta >> 8) + (1 if meta & 0xFF else 0)
+        return (K_BIT, size, 0, 0, None, None, None, "BIT") if size <= 8 else _FALLBACK
+    return _FALLBACK  # MySQL JSON (anything column_decoder refuses was rejected before we get here)
+
+
+# Types whose spec is (kind, fsp) only; fsp is ignored by the kinds without a fraction.
+_SIMPLE_KINDS = {
+    ct.FLOAT: K_FLOAT, ct.DOUBLE: K_DOUBLE, ct.DATE: K_DATE, ct.NEWDATE: K_DATE, ct.YEAR: K_YEAR,
+    ct.DATETIME2: K_DATETIME2, ct.TIMESTAMP2: K_TIMESTAMP2, ct.TIME2: K_TIME2, ct.TIMESTAMP: K_TIMESTAMP_OLD,
+    ct.DATETIME: K_DATETIME_OLD, ct.TIME: K_TIME_OLD, ct.NULL: K_NULL,
+}
+
+# Python codecs that decode byte by byte (charmap codecs and ascii): the kernel gets a 256-entry table.
+_SINGLE_BYTE_CODECS = frozenset({
+    "ascii", "cp1250", "cp1251", "cp1252", "cp1256", "cp1257", "cp850", "cp852", "cp866", "iso8859-2",
+    "iso8859-7", "iso8859-8", "iso8859-9", "iso8859-13", "koi8-r", "koi8-u", "mac-latin2", "mac-roman", "tis-620",
+})
+_TABLES: dict[str, tuple[int, ...]] = {}
+
+
+def _byte_table(codec: str) -> tuple[int, ...]:
+    """Code point of each byte under ``codec`` (-1 where the codec refuses the byte), from Python's codec."""
+    table = _TABLES.get(codec)
+    if table is None:
+        points = []
+        for byte in range(256):
+            try:
+                text = bytes((byte,)).decode(codec)
+            except UnicodeDecodeError:
+                points.append(-1)
+                continue
+            if len(text) != 1 or "\ud800" <= text <= "\udfff":
+                raise ValueError(f"codec {codec} is not a one-byte-one-character codec")
+            points.append(ord(text))
+        table = _TABLES[codec] = tuple(points)
+    return table
+
+
+def _text_spec(prefix: int, collation: int | None, what: str) -> tuple:
+    """K_TEXT spec; the charset follows values._text_converter (binary → bytes, None → UTF-8 or bytes)."""
+    codec = ct.codec_for_collation(collation)
+    if codec == "binary":
+        return (K_TEXT, prefix, CS_BINARY, 0, None, None, None, what)
+    if codec is None or codec == "utf-8":
+        return (K_TEXT, prefix, CS_UTF8, 0, None, None, None, what)
+    if codec in _SINGLE_BYTE_CODECS:
+        return (K_TEXT, prefix, CS_TABLE, 0, None, codec, _byte_table(codec), what)
+    return (K_TEXT, prefix, CS_CODEC, 0, None, codec, None, what)
+
+
+def _check_columns(table_map: TableMap, path: str | None, offset: int) -> None:
+    """Refuse unusable column metadata exactly as rows.py does (column_decoder's ValueError)."""
+    if table_map.row_decoder_cache.get(("kernel", "checked")):
+        return
+    try:
+        for col in table_map.columns:
+            column_decoder(col)
+    except ValueError as exc:
+        raise UnsupportedDataError(path, offset, f"table {table_map.database}.{table_map.table}: {exc}") from None
+    table_map.row_decoder_cache[("kernel", "checked")] = True
+
+
+_SHARED_PLANS: dict[tuple, Any] = {}
+_SHARED_PLANS_LIMIT = 4096
+
+
+def _plan(table_map: TableMap, present: int, path: str | None, offset: int) -> Any:
+    """The compiled plan of one image shape, or None when the event must take the Python path.
+
+    Cached on the TableMap, and across TableMaps by (database, table, columns, present): every transaction has
+    its own TABLE_MAP events, so a table written by many small transactions reuses one plan.
+    """
+    cache = table_map.row_decoder_cache
+    key = ("kernel", present)
+    if key in cache:
+        return cache[key]
+    shared_key = (table_map.database, table_map.table, table_map.columns, present)
+    if shared_key in _SHARED_PLANS:
+        plan = cache[key] = _SHARED_PLANS[shared_key]
+        return plan
+    _check_columns(table_map, path, offset)
+    plan = cache[key] = _build_plan(table_map, present)
+    if len(_SHARED_PLANS) >= _SHARED_PLANS_LIMIT:
+        _SHARED_PLANS.clear()
+    _SHARED_PLANS[shared_key] = plan
+    return plan
+
+
+def _build_plan(table_map: TableMap, present: int) -> Any:
+    """Specs of the present columns, the key order of the Variant object, its metadata and JSON member prefixes."""
+    indexes = [i for i in range(len(table_map.columns)) if present >> i & 1]
+    keys = [table_map.key_for(i) for i in indexes]
+    specs = [_column_spec(table_map, i) for i in indexes]
+    plan = None
+    if _FALLBACK not in specs and len(set(keys)) == len(keys):
+        order = sorted(range(len(keys)), key=lambda j: keys[j].encode("utf-8"))
+        _, metadata = encode_variant(dict.fromkeys(keys))
+        json_keys = [to_json(k).encode("utf-8") + b":" for k in keys]
+        plan = _kernel.compile_plan(specs, order, metadata, json_keys)
+    return plan
+
+
+# ---- the compiled path --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Header:
+    """What precedes the row images of a rows event (rows.py's layout), and where the images start."""
+
+    buf: bytes
+    table_id: int
+    flags: int
+    op: str
+    table_map: TableMap
+    present: int
+    present_after: int
+    pos: int
+
+
+def _parse_header(event_type: int, body: bytes | memoryview, post_header_len: int, table_id_size: int,
+                  table_maps: Mapping[int, TableMap], path: str | None, offset: int) -> _Header:
+    """Post-header, column count and column bitmaps, with the checks and errors of rows.decode_rows_event."""
+    op = _OPS.get(event_type)
+    if op is None:
+        raise UnsupportedDataError(path, offset, f"event type {event_type} is not a rows event")
+    buf = bytes(body)
+    base = offset + 19
+    fixed = table_id_size + 2
+    if len(buf) < max(fixed, post_header_len):
+        raise TruncatedDataError(path, base, "rows event shorter than its post-header")
+    table_id = int.from_bytes(buf[:table_id_size], "little")
+    flags = int.from_bytes(buf[table_id_size:fixed], "little")
+    pos = max(post_header_len, fixed)
+    if event_type in _V2_TYPES:
+        if len(buf) < fixed + 2:
+            raise TruncatedDataError(path, base + fixed, "rows event v2 without extra-data length")
+        extra_len = int.from_bytes(buf[fixed:fixed + 2], "little")
+        if extra_len < 2 or pos + extra_len - 2 > len(buf):
+            raise CorruptDataError(path, base + fixed, f"rows event extra-data length {extra_len}")
+        pos += extra_len - 2
+    table_map = table_maps.get(table_id)
+    if table_map is None:
+        raise CorruptDataError(path, offset, f"rows event for table id {table_id} without TABLE_MAP")
+    ncols, pos = read_packed_int(buf, pos, path=path, offset=base)
+    if ncols != len(table_map.columns):
+        raise CorruptDataError(path, base + pos, f"rows event has {ncols} columns, TABLE_MAP of "
+                                                 f"{table_map.database}.{table_map.table} has "
+                                                 f"{len(table_map.columns)}")
+    bitmap_len = (ncols + 7) // 8
+    is_update = op == "update"
+    if pos + bitmap_len * (2 if is_update else 1) > len(buf):
+        raise TruncatedDataError(path, base + pos, "rows event ends inside its column bitmaps")
+    present = int.from_bytes(buf[pos:pos + bitmap_len], "little")
+    pos += bitmap_len
+    present_after = present
+    if is_update:
+        present_after = int.from_bytes(buf[pos:pos + bitmap_len], "little")
+        pos += bitmap_len
+    return _Header(buf, table_id, flags, op, table_map, present, present_after, pos)
+
+
+def _row_data(event_type: int, head: _Header, path: str | None, offset: int,
+              max_uncompressed: int) -> tuple[bytes, int, int, bool]:
+    """(data, position of the first image, file offset of data[0], inflated block?) of a rows event."""
+    base = offset + 19
+    if event_type in _COMPRESSED_TYPES:
+        return mariadb_uncompress(head.buf[head.pos:], path, base + head.pos, max_uncompressed), 0, \
+            base + head.pos, True
+    return head.buf, head.pos, base, False
+
+
+def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                        table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
+                        max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
+    """The compiled path (requires the kernel); same arguments, result and errors as the reference."""
+    as_json = _check_row_format(row_format)
+    if event_type == _PARTIAL_UPDATE_ROWS:
+        return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                                    table_maps=table_maps, path=path, offset=offset, row_format=row_format,
+                                    max_uncompressed=max_uncompressed)
+    head = _parse_header(event_type, body, post_header_len, table_id_size, table_maps, path, offset)
+    data, pos, data_base, in_block = _row_data(event_type, head, path, offset, max_uncompressed)
+    table_map, op = head.table_map, head.op
+    plan = _plan(table_map, head.present, path, offset)
+    plan_after = _plan(table_map, head.present_after, path, offset) if op == "update" else plan
+    if plan is None or plan_after is None:
+        return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                                    table_maps=table_maps, path=path, offset=offset, row_format=row_format,
+                                    max_uncompressed=max_uncompressed)
+    label = f"{table_map.database}.{table_map.table}"
+    n, first, second = _kernel.encode_rows(data, pos, plan, plan_after, _OP_CODES[op], as_json, path, data_base,
+                                           in_block, label)
+    # first / second: the images in event order (update: before, after; insert: after; delete: before).
+    absent: Any = [None] * n if as_json else ([None] * n, [b""] * n)
+    if op == "insert":
+        return EncodedRows(head.table_id, head.flags, op, n, absent, first)
+    if op == "delete":
+        return EncodedRows(head.table_id, head.flags, op, n, first, absent)
+    return EncodedRows(head.table_id, head.flags, op, n, first, second)
+
+
+def _use_kernel() -> bool:
+    return _kernel is not None and os.environ.get("SPARK_LOGSOURCE_PURE_PYTHON") != "1"
+
+
+def encode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                      table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
+                      max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
+    """Decode and encode one rows event body (after the 19-byte header, CRC removed).
+
+    The compiled kernel when it is built and ``SPARK_LOGSOURCE_PURE_PYTHON`` is not ``"1"``, else the Python
+    reference; both give the same result and raise the same errors (CorruptDataError subclasses carrying
+    ``path`` and a file offset) for the same input.
+    """
+    impl = encode_rows_event_c if _use_kernel() else encode_rows_event_py
+    return impl(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                table_maps=table_maps, path=path, offset=offset, row_format=row_format,
+                max_uncompressed=max_uncompressed)
