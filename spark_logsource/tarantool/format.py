@@ -118,7 +118,7 @@ def _prune_by_lsn(files: Sequence[FileEntry], predicates: Iterable[Predicate]) -
     low, low_inc, high, high_inc = value_range(predicates, "lsn")
     if low is None and high is None:
         return list(files)
-    lo = low if low_inc else low + 1  # smallest wanted LSN
+    lo = None if low is None else (low if low_inc else low + 1)  # smallest wanted LSN
     hi = None if high is None else (high if high_inc else high - 1)  # largest wanted LSN
     replicas = allowed_values(predicates, "replica_id")
     heads = []
@@ -169,15 +169,13 @@ def _may_hold(
             return True  # a replica unknown to the header may have written LSNs from 1 on
         return any(hi is None or start.get(r, 0) < hi for r in candidates)
     candidates = set(replicas) if replicas is not None else set(start) | set(end)
-    if replicas is None or 0 in replicas:
-        candidates.add(0)
     for r in candidates:
-        if r == 0 and 0 not in end:
-            return True  # local-space rows (component 0) are not always in the headers: never prune on them
+        # A component missing from a header is 0 (vclock_to_string omits zeros); local-space rows (group_id 1)
+        # count in component 0 since 2.2 and are covered like any other replica's.
         first, last = start.get(r, 0) + 1, end.get(r, 0)
         if first > last:
             continue
-        if last >= lo and (hi is None or first <= hi):
+        if (lo is None or last >= lo) and (hi is None or first <= hi):
             return True
     return False
 
