@@ -52,9 +52,9 @@ setup(
         "crc32c>=2.3",
     ],
     extras_require={
-        "spark": ["pyspark>=4.0", "pandas>=2.0"],
+        "spark": ["pyspark>=4.0", "pandas>=2.2,<3"],  # pyspark 4.3 does not support pandas 3 yet
         "cli": ["pyyaml>=6", "tqdm>=4.60"],
-        "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.0", "pyyaml>=6",
+        "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.2,<3", "pyyaml>=6",
                  "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28"],
         "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],
     },

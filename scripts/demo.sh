@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/spark-logsource sql \
-  "SELECT space_id, type, count(*) AS rows, min(lsn) AS first_lsn, max(lsn) AS last_lsn
-   FROM xlog WHERE file_type = 'XLOG' GROUP BY space_id, type ORDER BY space_id, type" \
-  --view xlog=tarantool-xlog:samples/tarantool
+  "SELECT regexp_extract(file, 'tarantool/([^/]+)/', 1) AS workload, space_id, type, count(*) AS rows,
+          min(lsn) AS first_lsn, max(lsn) AS last_lsn, count_if(NOT is_commit) AS uncommitted_stmts
+   FROM xlog WHERE file_type = 'XLOG' AND space_id >= 512
+   GROUP BY 1, 2, 3 ORDER BY 1, 2, 3" \
+  --view xlog=tarantool-xlog:samples/tarantool --option xlog.recursiveFileLookup=true

@@ -90,14 +90,15 @@ def test_cat_error_names_the_problem(capsys, tmp_path) -> None:
 def test_sql_main_job_on_shipped_samples() -> None:
     """The README's main job: a Spark SQL query over samples/tarantool (written by a real Tarantool)."""
     samples = REPO / "samples" / "tarantool"
-    assert any(samples.glob("*.xlog")), "samples/tarantool ships xlogs made by samples/make_tarantool_samples.sh"
+    assert any(samples.glob("*/*.xlog")), "samples/tarantool ships xlogs made by samples/make_tarantool_samples.sh"
     query = "SELECT type, count(*) AS n FROM xlog WHERE file_type = 'XLOG' GROUP BY type ORDER BY type"
     out = subprocess.run([sys.executable, "-m", "spark_logsource.cli", "sql", query, "--format", "json",
-                          "--view", f"xlog=tarantool-xlog:{samples}", "--master", "local[1]"],
+                          "--view", f"xlog=tarantool-xlog:{samples}", "--option", "xlog.recursiveFileLookup=true",
+                          "--master", "local[1]"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     got = {r["type"]: r["n"] for r in map(json.loads, out.stdout.splitlines())}
-    table = spark_logsource.read("tarantool-xlog", str(samples))
+    table = spark_logsource.read("tarantool-xlog", str(samples), recursiveFileLookup=True)
     want: dict[str, int] = {}
     for kind, ftype in zip(table.column("type").to_pylist(), table.column("file_type").to_pylist(), strict=True):
         if ftype == "XLOG":
