@@ -103,6 +103,44 @@ def string_column(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
+def repeated_strings(values: Sequence[str | None], counts: Sequence[int]) -> pa.Array:
+    """``counts[i]`` copies of each ``values[i]`` (None = null) as one ``pa.string()`` array, from buffers.
+
+    Each value is UTF-8 encoded once and copied at memcpy speed: the way to repeat a long text (a binlog
+    statement) on every row it covers.
+    """
+    if len(values) != len(counts):
+        raise ValueError(f"{len(values)} values but {len(counts)} counts")
+    encoded = [None if v is None else v.encode("utf-8") for v in values]
+    reps = np.asarray(counts, dtype=np.int64)
+    n = int(reps.sum())
+    lengths = np.repeat(np.array([0 if e is None else len(e) for e in encoded], dtype=np.int64), reps)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > _INT32_MAX:
+        raise ValueError(f"{offsets[-1]} bytes of text exceed the 2 GiB of a pa.string() column")
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    at = 0
+    for e, c in zip(encoded, counts, strict=True):
+        if not e or not c:
+            continue
+        size = len(e) * int(c)
+        segment = data[at:at + size]
+        segment[:len(e)] = np.frombuffer(e, dtype=np.uint8)
+        filled = len(e)
+        while filled < size:  # one memcpy per doubling: each byte is written once
+            step = min(filled, size - filled)
+            segment[filled:filled + step] = segment[:step]
+            filled += step
+        at += size
+    validity = None
+    if None in values:
+        valid = np.repeat(np.array([e is not None for e in encoded]), reps)
+        validity = pa.array(valid, pa.bool_()).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(data)])
+
+
 def int64_column(value: int, n: int) -> pa.Array:
     """``n`` copies of the int64 ``value``, built from one numpy buffer."""
     if n < 0:

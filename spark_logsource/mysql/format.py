@@ -4,7 +4,8 @@ Options (case-insensitive; issue #3): ``view`` changes|events, ``rowFormat`` var
 file only) / ``stopPosition`` (last file only), ``startDatetime`` / ``stopDatetime`` (ISO 8601; without an offset
 they are UTC), ``serverId``, ``databases``, ``tables`` (``db.table``, ``*`` wildcards), ``ops``, ``eventTypes``
 (comma lists); plus the common ones (``mode``, ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``,
-``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``).
+``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``); ``includeQuery`` (default true) fills the
+changes view's ``query`` column with the statement of each row (repeated on every row it changed).
 
 A directory is read as the binlogs in it: files starting with the binlog magic ``fe 62 69 6e`` or the gzip magic;
 index, relay-info and other files are left out. Files are read in name order (binlog numbers sort as text).
@@ -80,6 +81,7 @@ class MysqlBinlogFormat(LogFormat):
             tables=tuple(tables) if tables else None,
             ops=tuple(o.lower() for o in ops) if ops else None,
             event_types=tuple(e.upper() for e in opts.str_list("eventTypes") or ()) or None,
+            include_query=opts.boolean("includeQuery", True),
         )
 
     def schema(self) -> pa.Schema:

@@ -54,13 +54,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from ..arrowcols import variant_array_from_python
+from ..arrowcols import repeated_strings, string_column, variant_array
 from ..errors import CorruptDataError, EncryptedBinlogError
 from ..filters import Predicate, apply_predicates
 from ..jsontext import to_json
 from ..options import CommonOptions, ParseMode
+from ..variant import encode_variant
 from . import event_types as et
 from .compression import DEFAULT_MAX_UNCOMPRESSED
 from .event_bodies import decode_event_body
@@ -68,6 +70,7 @@ from .events import BinlogEvent, BinlogFile, FramingError
 from .header import HEADER_LEN
 from .payload import decode_payload_header, iter_payload_events, uncompress_payload
 from .query_event import decode_query
+from .rows_encode import EncodedRows, encode_rows_event
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 
 __all__ = ["MAX_PENDING_ROWS", "BinlogReadOptions", "binlog_schema", "find_split_start", "iter_file_batches"]
@@ -102,6 +105,9 @@ class BinlogReadOptions:
     ops: tuple[str, ...] | None = None
     event_types: tuple[str, ...] | None = None
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+    #: Fill the changes view's ``query`` column. The statement is repeated on every row it changed, so a
+    #: 1000-row INSERT puts its whole text on 1000 rows; false leaves the column null.
+    include_query: bool = True
 
 
 def _normalise_type_name(name: str) -> str:
@@ -176,8 +182,24 @@ class _Filters:
         return True
 
 
+class _Chunk:
+    """Rows that share every column but the per-row ones: one rows event's changes, or one single row.
+
+    ``values[i]`` is the value of column ``i`` for every row of the chunk, except for the per-row columns:
+    ``row_index`` (0..n-1) and the variant columns, whose encoded cells are in ``encoded[i]`` — a list of JSON
+    texts (rowFormat json) or a ``(values, metadatas)`` pair of lists (variant; a None value is SQL NULL).
+    """
+
+    __slots__ = ("encoded", "n", "values")
+
+    def __init__(self, values: list[Any], n: int, encoded: dict[int, Any]) -> None:
+        self.values = values
+        self.n = n
+        self.encoded = encoded
+
+
 class _Output:
-    """Column lists of the view being built, turned into RecordBatches of ``batch_size`` rows."""
+    """Chunks of the view being built, turned into RecordBatches of at most ``batch_size`` rows."""
 
     def __init__(self, path: str, options: BinlogReadOptions, predicates: Sequence[Predicate]) -> None:
         self.path = path
@@ -185,49 +207,99 @@ class _Output:
         self.json = options.row_format == "json"
         corrupt = options.common.corrupt_column_or_none
         self.schema = binlog_schema(options.view, options.row_format, corrupt)
-        self.columns = CHANGES_COLUMNS if options.view == "changes" else EVENTS_COLUMNS
-        self.names = [name for name, _ in self.columns] + (["_corrupt"] if corrupt else [])
-        self.variant_names = {name for name, type_ in self.columns if type_ is None}
+        self.columns = list(CHANGES_COLUMNS if options.view == "changes" else EVENTS_COLUMNS)
+        if corrupt:
+            self.columns.append(("_corrupt", pa.string()))
+        self.variant_columns = [i for i, (_name, type_) in enumerate(self.columns) if type_ is None]
+        self.row_index_column = next((i for i, (name, _t) in enumerate(self.columns) if name == "row_index"), None)
         self.batch_size = options.common.batch_size
         self.predicates = list(predicates)
-        self.rows: list[tuple] = []
+        self.chunks: list[_Chunk] = []
+        self.rows = 0
 
     def add(self, row: tuple) -> None:
-        self.rows.append(row)
+        """One row given cell by cell; variant cells are Python values (or ``_ABSENT`` for SQL NULL)."""
+        values = list(row) + [None] * (len(self.columns) - len(row))
+        encoded = {}
+        for i in self.variant_columns:
+            cell = values[i]
+            if self.json:
+                encoded[i] = [None if cell is _ABSENT else to_json(cell)]
+            elif cell is _ABSENT:
+                encoded[i] = ([None], [b""])
+            else:
+                value, metadata = encode_variant(cell)
+                encoded[i] = ([value], [metadata])
+        self._append(_Chunk(values, 1, encoded))
+
+    def add_corrupt(self, pos: int | None, next_pos: int | None, message: str) -> None:
+        """One corrupt-record row (PERMISSIVE): file, pos, next_pos and the message; everything else null."""
+        row: list[Any] = [None] * len(self.columns)
+        row[1], row[2] = pos, next_pos
+        for i in self.variant_columns:
+            row[i] = _ABSENT
+        row[-1] = message
+        self.add(tuple(row))
+
+    def add_changes(self, values: list[Any], rows: EncodedRows, before: int, after: int) -> None:
+        """The rows of one rows event: ``values`` holds the shared columns, ``rows`` the encoded images."""
+        self._append(_Chunk(list(values), rows.n, {before: rows.before, after: rows.after}))
+
+    def _append(self, chunk: _Chunk) -> None:
+        if chunk.n:
+            self.chunks.append(chunk)
+            self.rows += chunk.n
 
     def full(self) -> bool:
-        return len(self.rows) >= self.batch_size
+        return self.rows >= self.batch_size
 
-    def batch(self) -> pa.RecordBatch | None:
-        if not self.rows:
-            return None
-        rows, self.rows = self.rows, []
-        n_cols = len(self.schema)
-        width = len(self.columns)
-        arrays = []
-        for i in range(n_cols):
-            if i < width:
-                name, type_ = self.columns[i]
-            else:
-                name, type_ = "_corrupt", pa.string()
-            values = [self.path] * len(rows) if name == "file" else [r[i] for r in rows]
-            if type_ is None:
-                present = [r[i] is not _ABSENT for r in rows]
-                if self.json:
-                    arrays.append(pa.array([to_json(v) if ok else None for v, ok in zip(values, present, strict=True)],
-                                           pa.string()))
-                else:
-                    arrays.append(variant_array_from_python([v if ok else None for v, ok in
-                                                             zip(values, present, strict=True)], present))
-            elif name == "timestamp":
-                arrays.append(pa.array([None if v is None else v * 1_000_000 for v in values], pa.int64())
-                              .cast(type_))
-            else:
-                arrays.append(pa.array(values, type_))
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Everything added so far, as batches of at most ``batch_size`` rows with the predicates applied."""
+        if not self.chunks:
+            return
+        chunks, self.chunks, self.rows = self.chunks, [], 0
+        arrays = [self._column(i, chunks) for i in range(len(self.columns))]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         if self.predicates:
             batch = apply_predicates(batch, self.predicates)
-        return batch if len(batch) else None
+        for offset in range(0, len(batch), self.batch_size):
+            yield batch.slice(offset, self.batch_size)
+
+    def _column(self, i: int, chunks: list[_Chunk]) -> pa.Array:
+        name, type_ = self.columns[i]
+        if name == "file":
+            return string_column(self.path, sum(c.n for c in chunks))
+        if i == self.row_index_column:
+            return pa.array([r for c in chunks for r in range(c.n)], pa.int32())
+        if type_ is None:
+            if self.json:
+                texts: list[str | None] = []
+                for c in chunks:
+                    texts.extend(c.encoded[i])
+                return pa.array(texts, pa.string())
+            values: list[bytes | None] = []
+            metadatas: list[bytes | None] = []
+            for c in chunks:
+                chunk_values, chunk_metadatas = c.encoded[i]
+                values.extend(chunk_values)
+                metadatas.extend(chunk_metadatas)
+            return variant_array(values, metadatas)
+        # One value per chunk, repeated by index: a rows event's statement text (the query column) is encoded once,
+        # not once per row.
+        run_values = [c.values[i] for c in chunks]
+        if all(c.n == 1 for c in chunks):
+            counts = None
+        else:
+            counts = [c.n for c in chunks]
+            if pa.types.is_string(type_):
+                return repeated_strings(run_values, counts)
+        if name == "timestamp":
+            runs = pa.array([None if v is None else v * 1_000_000 for v in run_values], pa.int64()).cast(type_)
+        else:
+            runs = pa.array(run_values, type_)
+        if counts is None:
+            return runs
+        return runs.take(np.repeat(np.arange(len(chunks), dtype=np.int32), counts))
 
 
 class _Absent:
@@ -240,6 +312,8 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+_XID, _BEFORE, _AFTER = (next(i for i, (name, _t) in enumerate(CHANGES_COLUMNS) if name == n)
+                         for n in ("xid", "before", "after"))
 
 
 def _is_begin(ev: BinlogEvent, decoded: dict[str, Any] | None) -> bool:
@@ -264,6 +338,7 @@ class _FileReader:
         self.options = options
         self.mode = options.common.mode
         self.events_view = options.view == "events"
+        self.include_query = options.include_query
         self.filters = _Filters(options, predicates)
         self.out = _Output(path, options, predicates)
         fde = bf.fde
@@ -276,15 +351,17 @@ class _FileReader:
         self.gtid: str | None = None
         self.table_maps: dict[int, Any] = {}
         self.annotate: str | None = None
-        self.pending: list[list[Any]] = []
+        self.pending: list[tuple[list[Any], EncodedRows]] = []  # changes waiting for their XID
+        self.pending_rows = 0
         self.known_xid: tuple[int | None] | None = None  # set by a look-ahead: (xid,) or (None,)
         self.after_gtid_statement = False
 
     def _flush_pending(self, xid: int | None) -> None:
-        for row in self.pending:
-            row[6] = xid
-            self.out.add(tuple(row))
+        for values, rows in self.pending:
+            values[_XID] = xid
+            self.out.add_changes(values, rows, _BEFORE, _AFTER)
         self.pending = []
+        self.pending_rows = 0
 
     def _end_transaction(self, xid: int | None) -> None:
         self._flush_pending(xid)
@@ -297,14 +374,7 @@ class _FileReader:
         if self.mode is ParseMode.DROPMALFORMED:
             log.warning("dropping malformed data: %s", error)
             return
-        width = len(self.out.columns)
-        row: list[Any] = [None] * (width + 1)
-        row[1], row[2] = pos, next_pos
-        for i, (_name, type_) in enumerate(self.out.columns):
-            if type_ is None:
-                row[i] = _ABSENT
-        row[width] = str(error)
-        self.out.add(tuple(row))
+        self.out.add_corrupt(pos, next_pos, str(error))
 
     # -- decoding helpers ---------------------------------------------------------------------------------------
     def _decode_query(self, ev: BinlogEvent) -> dict[str, Any]:
@@ -317,12 +387,11 @@ class _FileReader:
 
         return decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
 
-    def _decode_rows(self, ev: BinlogEvent) -> Any:
-        from .rows import decode_rows_event
-
-        return decode_rows_event(ev.type_code, ev.body, post_header_len=self.bf.fde.post_header_len(ev.type_code, 10),
+    def _encode_rows(self, ev: BinlogEvent) -> EncodedRows:
+        return encode_rows_event(ev.type_code, ev.body, post_header_len=self.bf.fde.post_header_len(ev.type_code, 10),
                                  table_id_size=self.table_id_size, table_maps=self.table_maps, path=self.path,
-                                 offset=ev.pos, max_uncompressed=self.options.max_uncompressed)
+                                 offset=ev.pos, row_format=self.options.row_format,
+                                 max_uncompressed=self.options.max_uncompressed)
 
     def _table_map_of(self, ev: BinlogEvent) -> Any:
         from .rows import peek_table_id
@@ -405,9 +474,9 @@ class _FileReader:
         yield from self._emit()
 
     def _emit(self) -> Iterator[pa.RecordBatch]:
-        batch = self.out.batch()
-        if batch is not None:
-            yield batch
+        for batch in self.out.batches():
+            if len(batch):
+                yield batch
 
     # -- one event ----------------------------------------------------------------------------------------------
     def _process(self, ev: BinlogEvent, decoded_query: dict[str, Any] | None, inner: bool = False) -> None:
@@ -480,10 +549,9 @@ class _FileReader:
         type_name = et.event_type_name(ev.type_code)
         if not self.filters.facts_ok(ev, type_name, table_map.database, table_map.table, op):
             return
-        rows_event = self._decode_rows(ev)
+        rows = self._encode_rows(ev)
         if self.events_view:
-            data = {"table_id": rows_event.table_id, "flags": rows_event.flags, "op": op,
-                    "rows": len(rows_event.rows)}
+            data = {"table_id": rows.table_id, "flags": rows.flags, "op": op, "rows": rows.n}
             if ev.inner_index is not None:
                 data["payload_index"] = ev.inner_index
             self.out.add((None, ev.pos, ev.next_pos, ev.timestamp, ev.server_id, type_name, ev.type_code,
@@ -492,20 +560,19 @@ class _FileReader:
             return
         xid: int | None = None
         buffer = self.known_xid is None
-        if buffer and len(self.pending) + len(rows_event.rows) > MAX_PENDING_ROWS and ev.inner_index is None:
+        if buffer and self.pending_rows + rows.n > MAX_PENDING_ROWS and ev.inner_index is None:
             self.known_xid = (self._look_ahead_xid(ev.next_pos),)
             self._flush_pending(self.known_xid[0])
             buffer = False
         if not buffer:
             xid = self.known_xid[0]  # type: ignore[index]
-        for index, (before, after) in enumerate(rows_event.rows):
-            row = [None, ev.pos, ev.next_pos, ev.timestamp, ev.server_id, self.gtid, xid, table_map.database,
-                   table_map.table, op, index, _ABSENT if before is None else before,
-                   _ABSENT if after is None else after, self.annotate, None]
-            if buffer:
-                self.pending.append(row)
-            else:
-                self.out.add(tuple(row))
+        values = [None, ev.pos, ev.next_pos, ev.timestamp, ev.server_id, self.gtid, xid, table_map.database,
+                  table_map.table, op, None, None, None, self.annotate if self.include_query else None, None]
+        if buffer:
+            self.pending.append((values, rows))
+            self.pending_rows += rows.n
+        else:
+            self.out.add_changes(values, rows, _BEFORE, _AFTER)
 
     def _look_ahead_xid(self, pos: int) -> int | None:
         """The XID ending the current transaction, found by walking on from ``pos`` (None if it has none)."""
@@ -580,17 +647,8 @@ def iter_file_batches(source: Any, path: str, *, start: int = 0, end: int | None
             log.warning("dropping unreadable binlog: %s", exc)
             return
         reader_out = _Output(path, options, predicates)
-        width = len(reader_out.columns)
-        row: list[Any] = [None] * (width + 1)
-        row[1] = exc.offset
-        for i, (_name, type_) in enumerate(reader_out.columns):
-            if type_ is None:
-                row[i] = _ABSENT
-        row[width] = str(exc)
-        reader_out.add(tuple(row))
-        batch = reader_out.batch()
-        if batch is not None:
-            yield batch
+        reader_out.add_corrupt(exc.offset, None, str(exc))
+        yield from (b for b in reader_out.batches() if len(b))
         return
     try:
         if bf.is_gzip and start > 0:

@@ -230,6 +230,9 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
     if is_update:
         present_after = int.from_bytes(buf[pos:pos + bitmap_len], "little")
         pos += bitmap_len
+    columns_mask = (1 << ncols) - 1  # bits past the column count are the bitmap's padding
+    present &= columns_mask
+    present_after &= columns_mask
 
     data_base = base
     if event_type in _COMPRESSED_TYPES:
@@ -254,19 +257,19 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
         while pos < end:
             row_start = pos
             image, pos = _read_image(data, pos, plan)
-            if op == "insert":
-                rows.append((None, image))
-            elif op == "delete":
-                rows.append((image, None))
+            if op == "insert" or op == "delete":
+                row: tuple[dict | None, dict | None] = (None, image) if op == "insert" else (image, None)
+            elif partial:
+                after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after, path, where(pos))
+                row = (image, after)
             else:
-                if partial:
-                    after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after,
-                                                     path, where(pos))
-                else:
-                    after, pos = _read_image(data, pos, plan_after)
-                rows.append((image, after))
+                after, pos = _read_image(data, pos, plan_after)
+                row = (image, after)
             if pos > end:
                 raise ValueTruncated(row_start, "row")
+            if pos == row_start:  # images with no column present: the same bytes would be read forever
+                raise ValueInvalid(row_start, "row image without columns")
+            rows.append(row)
     except ValueTruncated as exc:
         raise TruncatedDataError(path, where(exc.pos), f"row {len(rows)} of {table_map.database}."
                                                        f"{table_map.table}: {exc} cut short") from None

@@ -15,23 +15,30 @@ Output (:class:`EncodedRows`): ``before`` and ``after`` always have ``n`` entrie
 How the compiled path works. The post-header, column count and column bitmaps are parsed here (same checks,
 same errors as rows.py), MariaDB compressed rows events (166–171) are inflated here with
 :func:`~spark_logsource.mysql.compression.mariadb_uncompress`, and for each (TABLE_MAP, present-columns bitmap)
-a compact plan is built once and cached on ``TableMap.row_decoder_cache``: per present column its value kind
-(integer width and signedness, FLOAT, DOUBLE, DECIMAL precision/scale, DATE, YEAR, DATETIME2 / TIMESTAMP2 /
-TIME2 fsp, old TIMESTAMP / DATETIME / TIME, length-prefixed text with its charset kind, ENUM / SET with their
-names, BIT, binary GEOMETRY / VECTOR, NULL), its JSON member prefix, and for the image as a whole the sorted key
-order and the Variant metadata of its key set (made by ``encode_variant`` itself, so it is canonical by
-construction). The C kernel then decodes every row image directly to Variant / JSON bytes, raising the same
-CorruptDataError subclasses at the same offsets with the same messages as the Python decoder.
+a compact plan is built once and cached on ``TableMap.row_decoder_cache`` (and shared by equal TableMaps of
+later transactions): per present column its value kind (integer width and signedness, FLOAT, DOUBLE, DECIMAL
+precision/scale, DATE, YEAR, DATETIME2 / TIMESTAMP2 / TIME2 fsp, old TIMESTAMP / DATETIME / TIME, length-prefixed
+text with its charset, ENUM / SET with their names, BIT, binary GEOMETRY / VECTOR, NULL), its JSON member prefix,
+and for the image as a whole the sorted key order and the Variant metadata of its key set (made by
+``encode_variant`` itself, so it is canonical by construction). The C kernel then decodes every row image directly
+to Variant / JSON bytes, raising the same CorruptDataError subclasses at the same offsets with the same messages
+as the Python decoder.
+
+Charsets in the kernel: utf8/utf8mb3/utf8mb4 and unknown (NO_LOG metadata) are validated as UTF-8 (invalid →
+bytes); binary (63) → bytes; one-byte charsets (latin1 = Python's cp1252 as column_types maps it, ascii, cp1250,
+cp1251, koi8r, greek, …) through a 256-entry table made from Python's own codec (a byte the codec refuses →
+bytes); any other charset (gbk, utf16, sjis, …) through CPython's codec (``PyUnicode_Decode``), as values.py does.
+Zero / invalid dates and datetimes become the same strings as in values.py, in C.
 
 Whole events go to the Python reference (correctness first; these are rare):
 
 * PARTIAL_UPDATE_ROWS (39, MySQL JSON diffs);
-* tables with a MySQL JSON column (type 245) among the columns of the image (the value is a nested document);
+* images holding a MySQL JSON column (type 245: the value is a nested document whose keys join the metadata);
 * BIT columns wider than 8 bytes (only corrupt metadata makes them) and images whose column keys repeat;
-* any event when the kernel is not built or ``SPARK_LOGSOURCE_PURE_PYTHON=1``.
+* every event when the kernel is not built or ``SPARK_LOGSOURCE_PURE_PYTHON=1``.
 
-Text with a charset other than utf8/utf8mb3/utf8mb4, latin1 (Python's cp1252, as column_types maps it), ascii and
-binary is decoded by the kernel through CPython's codec of that charset (``PyUnicode_Decode``), as values.py does.
+An image with no column present while row data remains is a CorruptDataError("row image without columns") on both
+paths (``decode_rows_event`` checks that every row consumes bytes).
 """
 
 from __future__ import annotations
@@ -109,22 +116,8 @@ def _check_row_format(row_format: str) -> bool:
 def encode_rows_event_py(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                          table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
                          max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
-    """Reference: ``decode_rows_event`` then ``to_json`` / ``encode_variant`` of every row image.
-
-    One guard comes first: an event whose images have no column at all but that carries row data would make
-    ``decode_rows_event`` read empty rows forever; it is a CorruptDataError here (as in the kernel).
-    """
+    """Reference: ``decode_rows_event`` then ``to_json`` / ``encode_variant`` of every row image."""
     as_json = _check_row_format(row_format)
-    if event_type in _OPS and event_type != _PARTIAL_UPDATE_ROWS:
-        head = _parse_header(event_type, body, post_header_len, table_id_size, table_maps, path, offset)
-        mask = (1 << len(head.table_map.columns)) - 1
-        if not head.present & mask and (head.op != "update" or not head.present_after & mask):
-            _check_columns(head.table_map, path, offset)
-            data, pos, data_base, in_block = _row_data(event_type, head, path, offset, max_uncompressed)
-            if pos < len(data):
-                raise CorruptDataError(path, data_base if in_block else data_base + pos,
-                                       f"row 0 of {head.table_map.database}.{head.table_map.table}: "
-                                       "row image without columns")
     event = decode_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                               table_maps=table_maps, path=path, offset=offset, max_uncompressed=max_uncompressed)
     n = len(event.rows)

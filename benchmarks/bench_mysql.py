@@ -1,0 +1,319 @@
+"""Benchmark: reading a MariaDB binlog of ≥ 500 000 row changes (issue #3, "Speed").
+
+Makes the binlog on a real MariaDB 10.11 (``binlog_format=ROW``, ``binlog_row_metadata=FULL``; one table of 8
+columns: INT, BIGINT, SMALLINT, VARCHAR, DECIMAL, DATETIME, TEXT, TINYINT; multi-row inserts in transactions,
+then updates and deletes), keeps it with the server's datadir under ``--workdir`` (reused by later runs: the
+same server streams the same file), then times in one run:
+
+* ``spark_logsource.iter_batches("mysql-binlog", file)`` in this process, default options and ``rowFormat=json``;
+* a Spark ``local[2]`` read of the file to the ``noop`` sink (session start-up not counted);
+* ``mariadb-binlog -v --base64-output=decode-rows FILE > /dev/null`` (the server's own reader, C++);
+* python-mysql-replication (``pymysqlreplication.BinLogStreamReader``) streaming the same file from the same
+  server over loopback TCP (``blocking=False``, only rows events, counting rows);
+
+and prints a markdown table of rows/s with the ratios to the issue's floors (iter_batches ≥ 10×
+python-mysql-replication and ≥ 0.3× mariadb-binlog). ``--profile`` adds a cProfile of ``iter_batches``.
+
+    python3 benchmarks/bench_mysql.py [--workdir /tmp/spark-logsource-bench] [--rows 500000] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import logging
+import os
+import pstats
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mariadb_server import REPO, open_server, tcp_settings  # the benchmarks/ folder is sys.path[0]
+
+from tests.servers.mariadb import MariaDBServer
+
+log = logging.getLogger("bench_mysql")
+
+WORKLOAD_VERSION = 1
+INSERT_ROWS_PER_STATEMENT = 1000
+STATEMENTS_PER_TRANSACTION = 10
+TABLE = "bench.orders"
+TABLE_DDL = f"""CREATE TABLE {TABLE} (
+    id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    customer_id BIGINT NOT NULL,
+    qty SMALLINT NOT NULL,
+    sku VARCHAR(40) NOT NULL,
+    price DECIMAL(12,2),
+    created DATETIME,
+    note TEXT,
+    status TINYINT UNSIGNED)"""
+
+
+@dataclass
+class Workload:
+    """What the cached binlog holds (from the server's affected-row counts)."""
+
+    binlog: str
+    inserts: int
+    updates: int
+    deletes: int
+
+    @property
+    def rows(self) -> int:
+        return self.inserts + self.updates + self.deletes
+
+
+def _insert_values(first: int, count: int) -> str:
+    return ", ".join(
+        f"({n % 5003}, {n % 97 + 1}, 'SKU-{n:08d}', {(n % 100000) / 100 - 300:.2f},"
+        f" '2024-{1 + n % 12:02d}-{1 + n % 28:02d} {n % 24:02d}:{n % 60:02d}:{n % 59:02d}',"
+        f" {'NULL' if n % 7 == 0 else repr(f'order note {n} ' + 'x' * (n % 40))}, {n % 256})"
+        for n in range(first, first + count))
+
+
+def make_workload(server: MariaDBServer, rows: int) -> Workload:
+    """Write ≥ ``rows`` row changes into one fresh binlog file: ~73% inserts, ~18% updates, ~9% deletes."""
+    insert_rows = -(-int(rows * 0.73) // INSERT_ROWS_PER_STATEMENT) * INSERT_ROWS_PER_STATEMENT
+    counts = {"inserts": 0, "updates": 0, "deletes": 0}
+
+    def workload(srv: MariaDBServer) -> None:
+        srv.execute("DROP DATABASE IF EXISTS bench")
+        srv.execute("CREATE DATABASE bench CHARACTER SET utf8mb4")
+        srv.execute(TABLE_DDL)
+        statements = insert_rows // INSERT_ROWS_PER_STATEMENT
+        for s in range(statements):
+            if s % STATEMENTS_PER_TRANSACTION == 0:
+                srv.execute("BEGIN")
+            counts["inserts"] += srv.execute(
+                f"INSERT INTO {TABLE} (customer_id, qty, sku, price, created, note, status) VALUES "
+                + _insert_values(s * INSERT_ROWS_PER_STATEMENT, INSERT_ROWS_PER_STATEMENT))
+            if s % STATEMENTS_PER_TRANSACTION == STATEMENTS_PER_TRANSACTION - 1 or s == statements - 1:
+                srv.execute("COMMIT")
+        # Updates of 10 000 rows per statement, then deletes, until the total is reached.
+        step = 10_000
+        lo = 1
+        while sum(counts.values()) < rows * 0.91:
+            counts["updates"] += srv.execute(
+                f"UPDATE {TABLE} SET qty = qty + 1, price = price * 1.1, note = CONCAT('updated ', sku) "
+                f"WHERE id >= {lo} AND id < {lo + step}")
+            lo += step
+        hi = insert_rows + 1
+        while sum(counts.values()) < rows:
+            counts["deletes"] += srv.execute(f"DELETE FROM {TABLE} WHERE id >= {hi - step} AND id < {hi}")
+            hi -= step
+
+    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
+                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
+    files = server.run_workload(workload, settings)
+    if len(files) != 1:
+        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
+    return Workload(files[0].name, **counts)
+
+
+def prepare(workdir: Path, rows: int) -> tuple[MariaDBServer, Workload]:
+    """Start the kept server of ``workdir`` (making it and the binlog on first use) and return the workload."""
+    marker = workdir / "workload.json"
+    cached: dict | None = None
+    if marker.exists():
+        cached = json.loads(marker.read_text())
+        if cached.get("version") != WORKLOAD_VERSION or cached.get("requested_rows") != rows:
+            log.info("cached workload does not match (%s): making a new one", cached)
+            cached = None
+    if cached is None and workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = open_server(workdir / "server")
+    if cached is not None:
+        workload = Workload(cached["binlog"], cached["inserts"], cached["updates"], cached["deletes"])
+        log.info("using the cached binlog %s (%d row changes)", workload.binlog, workload.rows)
+        return server, workload
+    started = time.perf_counter()
+    workload = make_workload(server, rows)
+    log.info("made %s with %d row changes in %.1f s", workload.binlog, workload.rows, time.perf_counter() - started)
+    marker.write_text(json.dumps({"version": WORKLOAD_VERSION, "requested_rows": rows, "binlog": workload.binlog,
+                                  "inserts": workload.inserts, "updates": workload.updates,
+                                  "deletes": workload.deletes}))
+    return server, workload
+
+
+# -- the readers ----------------------------------------------------------------------------------------------
+def count_iter_batches(path: Path, **options: str) -> int:
+    import spark_logsource
+
+    return sum(batch.num_rows for batch in spark_logsource.iter_batches("mysql-binlog", str(path), **options))
+
+
+def run_mariadb_binlog(path: Path) -> int:
+    with open(os.devnull, "wb") as devnull:
+        subprocess.run(["mariadb-binlog", "-v", "--base64-output=decode-rows", str(path)], stdout=devnull,
+                       check=True)
+    return -1  # rows are not counted (output goes to /dev/null); the workload's count is used
+
+
+def count_python_mysql_replication(server: MariaDBServer, binlog: str) -> int:
+    from pymysqlreplication import BinLogStreamReader
+    from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+    # is_mariadb=True would send COM_BINLOG_DUMP with an empty file name (the server's FIRST binlog); the plain
+    # COM_BINLOG_DUMP names our file and MariaDB serves it the same way (its events are parsed either way).
+    stream = BinLogStreamReader(connection_settings=tcp_settings(server), server_id=4242, blocking=False,
+                                is_mariadb=False, log_file=binlog, log_pos=4, resume_stream=True,
+                                enable_logging=False,
+                                only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent])
+    rows = 0
+    try:
+        for event in stream:
+            if stream.log_file != binlog:
+                break
+            rows += len(event.rows)
+    finally:
+        stream.close()
+    return rows
+
+
+def spark_noop(path: Path) -> Callable[[], int]:
+    """Start a local[2] session now (not timed); return the timed action: read ``path`` to the noop sink."""
+    from pyspark.sql import SparkSession
+
+    import spark_logsource
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench_mysql").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_logsource.register(spark)
+    spark.range(1).write.format("noop").mode("overwrite").save()  # warm the JVM side
+
+    def run() -> int:
+        spark.read.format("mysql-binlog").load(str(path)).write.format("noop").mode("overwrite").save()
+        return -1
+
+    return run
+
+
+@dataclass
+class Timing:
+    """Wall-clock seconds and the CPU seconds of this process plus its waited-for children."""
+
+    wall: float
+    cpu: float
+
+
+def _cpu_seconds() -> float:
+    own = time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + children.ru_utime + children.ru_stime
+
+
+def timed(label: str, action: Callable[[], int], expected_rows: int) -> Timing:
+    """Run ``action`` once; check its row count (when it counts) and return its timing."""
+    cpu_started = _cpu_seconds()
+    started = time.perf_counter()
+    counted = action()
+    timing = Timing(time.perf_counter() - started, _cpu_seconds() - cpu_started)
+    if counted >= 0 and counted != expected_rows:
+        raise SystemExit(f"{label}: counted {counted} rows, the workload wrote {expected_rows}")
+    log.info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, timing.wall, timing.cpu, expected_rows / timing.wall)
+    return timing
+
+
+def profile_iter_batches(path: Path, top: int = 25) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    count_iter_batches(path)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/spark-logsource-bench"))
+    parser.add_argument("--rows", type=int, default=500_000, help="row changes in the binlog (at least)")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of iter_batches")
+    parser.add_argument("--no-spark", action="store_true", help="skip the Spark measurement")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+
+    server, workload = prepare(args.workdir / "mysql", args.rows)
+    try:
+        path = server.binlog_dir / workload.binlog
+        size_mb = path.stat().st_size / 1e6
+        n = workload.rows
+        results: dict[str, Timing] = {}
+        results["iter_batches"] = timed("iter_batches", lambda: count_iter_batches(path), n)
+        results["iter_batches json"] = timed("iter_batches json", lambda: count_iter_batches(path, rowFormat="json"),
+                                             n)
+        results["mariadb-binlog"] = timed("mariadb-binlog", lambda: run_mariadb_binlog(path), n)
+        results["python-mysql-replication"] = timed(
+            "python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog), n)
+        if not args.no_spark:
+            results["spark noop"] = timed("spark local[2] noop", spark_noop(path), n)
+        profile = profile_iter_batches(path) if args.profile else None
+    finally:
+        server.stop()
+
+    command = "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]])
+    print(report(results, workload, size_mb, command))
+    if profile is not None:
+        print("\ncProfile of iter_batches (default options), top functions by own time:\n")
+        print(profile)
+    return 0
+
+
+def report(results: dict[str, Timing], workload: Workload, size_mb: float, command: str) -> str:
+    n = workload.rows
+    rate = {k: n / v.wall for k, v in results.items()}
+    labels = {
+        "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (1 process)',
+        "iter_batches json": "`iter_batches(..., rowFormat=\"json\")` (1 process)",
+        "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`',
+        "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
+        "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
+    }
+    lines = [
+        f"Binlog: MariaDB {mariadb_version()} ROW format, {n:,} row changes ({workload.inserts:,} inserts, "
+        f"{workload.updates:,} updates, {workload.deletes:,} deletes; 8 columns), {size_mb:.1f} MB. "
+        f"{os.cpu_count()} cores.",
+        "",
+        f"Command: `{command}`",
+        "",
+        "| reader | wall s | CPU s² | rows/s (wall) | vs python-mysql-replication | vs mariadb-binlog |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in labels.items():
+        if key not in results:
+            continue
+        vs_pmr = rate[key] / rate["python-mysql-replication"]
+        vs_mb = rate[key] / rate["mariadb-binlog"]
+        cpu = "–" if key == "spark noop" else f"{results[key].cpu:.2f}"
+        lines.append(f"| {label} | {results[key].wall:.2f} | {cpu} | {rate[key]:,.0f} | {vs_pmr:.1f}× | {vs_mb:.2f}× |")
+    vs_pmr = rate["iter_batches"] / rate["python-mysql-replication"]
+    vs_mb = rate["iter_batches"] / rate["mariadb-binlog"]
+    lines += ["", f"Floors (issue #3): iter_batches ≥ 10× python-mysql-replication: {vs_pmr:.1f}× "
+                  f"{'OK' if vs_pmr >= 10 else 'BELOW'}; ≥ 0.3× mariadb-binlog: {vs_mb:.2f}× "
+                  f"{'OK' if vs_mb >= 0.3 else 'BELOW'}",
+              "",
+              "¹ the server's CPU (reading and sending the file) is not counted. "
+              "² this process and its children (mariadb-binlog); Spark's JVM and workers are not counted."]
+    return "\n".join(lines)
+
+
+def mariadb_version() -> str:
+    out = subprocess.run(["mariadbd", "--version"], capture_output=True, text=True).stdout
+    parts = out.split()
+    return parts[2].split("-")[0] if len(parts) > 2 else "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

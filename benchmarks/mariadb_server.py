@@ -1,0 +1,58 @@
+"""A throwaway MariaDB server on loopback for the benchmark and ``samples/make_mysql_samples.sh``.
+
+There is one server starter in the project, the test suite's :class:`tests.servers.mariadb.MariaDBServer`
+(``mariadb-install-db`` + ``mariadbd --no-defaults`` in a private datadir, ``binlog_format=ROW``, server id 1,
+loopback port and Unix socket). This module only adds what a benchmark needs on top of it:
+
+* a datadir kept between runs (:func:`open_server` restarts the server on it), so a cached binlog is streamed by
+  the very server that wrote it;
+* an account reachable over TCP for python-mysql-replication (``root`` only logs in over the Unix socket).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path, PosixPath
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.servers.mariadb import MariaDBServer  # noqa: E402  (needs the repository root on sys.path)
+
+log = logging.getLogger(__name__)
+
+REPLICATION_USER = "bench"
+REPLICATION_PASSWORD = "bench"
+
+
+class _ExistingDir(PosixPath):
+    """A directory path whose ``mkdir`` accepts an existing directory.
+
+    ``MariaDBServer.start`` creates a fresh datadir; on a kept datadir it must not fail, and its
+    ``mariadb-install-db`` step finds the system tables already there and leaves them as they are.
+    """
+
+    def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
+        super().mkdir(mode, parents=parents, exist_ok=True)
+
+
+def open_server(base: Path) -> MariaDBServer:
+    """Start mariadbd in ``base`` (created on first use, reused afterwards) with a TCP replication account."""
+    server = MariaDBServer(base)
+    if (server.datadir / "mysql").is_dir():
+        log.info("restarting mariadbd on the kept datadir %s", server.datadir)
+        server.datadir = _ExistingDir(server.datadir)
+        server.binlog_dir = _ExistingDir(server.binlog_dir)
+    server.start()
+    server.execute(f"CREATE USER IF NOT EXISTS '{REPLICATION_USER}'@'127.0.0.1' "
+                   f"IDENTIFIED BY '{REPLICATION_PASSWORD}'")
+    server.execute(f"GRANT ALL PRIVILEGES ON *.* TO '{REPLICATION_USER}'@'127.0.0.1'")
+    return server
+
+
+def tcp_settings(server: MariaDBServer) -> dict[str, Any]:
+    """pymysql connection settings of the replication account (loopback TCP)."""
+    return {"host": "127.0.0.1", "port": server.port, "user": REPLICATION_USER, "passwd": REPLICATION_PASSWORD}

@@ -1,0 +1,1381 @@
+/*
+ * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.rows_encode.encode_rows_event_py.
+ *
+ *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
+ *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
+ *
+ * encode_rows decodes the row images of one rows event (data[pos:] holds them back to back: mysql-server
+ * sql/rpl_record.cc unpack_row; shared/notes/mysql-binlog.md): per image a NULL bitmap over the PRESENT columns,
+ * then the values of the present non-NULL columns. Each image becomes either compact JSON text (the text
+ * spark_logsource.jsontext.to_json gives the row dict of rows.py) or a Spark Variant value (the bytes
+ * spark_logsource.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is
+ * computed once per plan by encode_variant itself in rows_encode.py).
+ *
+ * Value layouts (the byte rules values.py implements; mysql-server sql/field.cc Field_*::pack, mysys/my_time.cc
+ * my_datetime_packed_from_binary / my_time_packed_from_binary / my_timestamp_from_binary, strings/decimal.cc
+ * bin2decimal), and the Python value each one is, which fixes its Variant / JSON form (variant.py and
+ * jsontext.py docstrings):
+ *   integers: little-endian 1/2/3/4/8 bytes, signed unless SIGNEDNESS says unsigned -> int;
+ *   FLOAT (4 bytes, widened exactly) / DOUBLE (8) -> float; NEWDECIMAL -> Decimal with the column's scale;
+ *   DATE (3 bytes LE: day 5 bits, month 4, year the rest) -> date, or "YYYY-MM-DD" when invalid;
+ *   YEAR (1 byte, 0 or 1900 + v) -> int; DATETIME2 (5 bytes BE - 0x8000000000, + fraction) -> naive datetime or
+ *   text; TIMESTAMP2 (4 bytes BE epoch seconds + fraction) -> UTC datetime, "0000-00-00 00:00:00[.0..]" for 0;
+ *   TIME2 (3 + fraction bytes BE - bias, one signed number) -> "[-]HH:MM:SS[.f]"; old TIMESTAMP (u32 epoch),
+ *   DATETIME (u64 YYYYMMDDhhmmss), TIME (3-byte signed HHMMSS);
+ *   CHAR/VARCHAR/BLOB/TEXT (1-4 byte LE length + bytes) -> str in the column's charset, bytes when binary or
+ *   when the bytes do not decode; GEOMETRY / VECTOR -> bytes; ENUM (1-2 bytes, 1-based index) / SET (1-8 bytes
+ *   bitmask) -> names when known, else the integer; BIT (1-8 bytes BE) -> int; NULL-type columns -> None.
+ *
+ * Errors are those of rows.decode_rows_event for the same bytes, class, offset and message: a value that runs
+ * past the data is a TruncatedDataError, at the value's start for the values values.py checks itself
+ * (ValueTruncated) and at the row's start for those where Python's struct / indexing fails first; a DECIMAL
+ * digit group out of range is a CorruptDataError at the value. Offsets are data_base + position (data_base
+ * alone for the inflated block of a compressed event). Every length is checked against the bytes left before
+ * it is used; output buffers grow through _buf.h, bounded by LS_BUF_MAX.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "../tarantool/_buf.h"
+#include "../tarantool/_text.h" /* utf8_valid, u64_text, i64_text, put_float_repr, put_float_text, put_base64 */
+#pragma GCC diagnostic pop
+#include "_dates.h"
+
+/* Value kinds and charset kinds: the K_* / CS_* constants of rows_encode.py. */
+enum mk_kind {
+    K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR, K_DATETIME2, K_TIMESTAMP2, K_TIME2,
+    K_TIMESTAMP_OLD, K_DATETIME_OLD, K_TIME_OLD, K_TEXT, K_ENUM, K_SET, K_BIT, K_NKINDS
+};
+enum mk_charset { CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC };
+enum { OP_INSERT, OP_UPDATE, OP_DELETE };
+
+/* Variant header bytes (Spark common/variant/README.md): basic_type | type_id << 2. */
+#define VH_NULL 0x00
+#define VH_INT8 (3 << 2)
+#define VH_INT16 (4 << 2)
+#define VH_INT32 (5 << 2)
+#define VH_INT64 (6 << 2)
+#define VH_DOUBLE (7 << 2)
+#define VH_DECIMAL4 (8 << 2)
+#define VH_DECIMAL8 (9 << 2)
+#define VH_DECIMAL16 (10 << 2)
+#define VH_DATE (11 << 2)
+#define VH_TIMESTAMP (12 << 2)
+#define VH_TIMESTAMP_NTZ (13 << 2)
+#define VH_BINARY (15 << 2)
+#define VH_LONG_STR (16 << 2)
+#define VB_SHORT_STR 1
+#define VB_OBJECT 2
+
+#define MAX_DECIMAL_DIGITS 256 /* precision is one metadata byte */
+
+/* One present column of an image. */
+typedef struct {
+    int kind;
+    int a, b, c;          /* kind arguments (see rows_encode._column_spec) */
+    int row_start_trunc;  /* truncation reported at the row's start (Python's struct/indexing error) */
+    const char *what;     /* name in truncation messages (owned by the plan's blob) */
+    size_t nnames;        /* ENUM / SET names: offsets into the blob */
+    size_t names_at;      /* index of the first name in plan->name_off / name_len */
+    const char *codec;    /* CS_CODEC: Python codec name (blob) */
+    int32_t *table;       /* CS_TABLE: code point of each byte, -1 = not decodable (owned) */
+    size_t jkey_off, jkey_len; /* JSON member prefix "\"key\":" in the blob */
+} mk_col;
+
+typedef struct {
+    Py_ssize_t n;          /* present columns */
+    mk_col *cols;
+    uint32_t *order;       /* sorted (variant field) position -> column index */
+    size_t null_bytes;
+    int keys_nonascii;     /* some JSON member prefix holds non-ASCII bytes */
+    PyObject *metadata;    /* variant metadata of the key set (bytes) */
+    size_t *name_off;
+    uint32_t *name_len;
+    ls_buf blob;           /* names, JSON key prefixes, what strings, codec names */
+} mk_plan;
+
+/* Decoding state of one encode_rows call. */
+typedef struct {
+    const uint8_t *data;
+    size_t end;
+    PyObject *path;
+    long long data_base;
+    int in_block;
+    PyObject *label;
+    Py_ssize_t nrows;      /* complete rows so far (error messages) */
+    int json;
+    int nonascii;          /* JSON text of the current row holds non-ASCII bytes */
+    ls_buf out;            /* the row being written */
+    ls_buf vals;           /* variant: the values of the current row in column order */
+    ls_buf spans;          /* variant: (start, len) size_t pairs into vals */
+    ls_buf tmp;            /* text conversions */
+} mk_ctx;
+
+static PyObject *CorruptDataError;
+static PyObject *TruncatedDataError;
+static const char PLAN_CAPSULE[] = "spark_logsource.mysql._kernel.plan";
+
+enum { MK_OK = 0, MK_ERR = -1 };
+
+/* ---- errors ---------------------------------------------------------------------------------------------- */
+
+static long long where(const mk_ctx *x, size_t p)
+{
+    return x->in_block ? x->data_base : x->data_base + (long long)p;
+}
+
+static int raise_data_error(PyObject *cls, mk_ctx *x, size_t p, PyObject *msg)
+{
+    if (msg == NULL)
+        return MK_ERR;
+    PyObject *off = PyLong_FromLongLong(where(x, p));
+    if (off != NULL) {
+        PyObject *exc = PyObject_CallFunctionObjArgs(cls, x->path, off, msg, NULL);
+        if (exc != NULL) {
+            PyErr_SetObject(cls, exc);
+            Py_DECREF(exc);
+        }
+        Py_DECREF(off);
+    }
+    Py_DECREF(msg);
+    return MK_ERR;
+}
+
+/* rows.py: "row N of db.t cut short" at the row's start (IndexError / struct.error in values.py). */
+static int trunc_row(mk_ctx *x, size_t row_start)
+{
+    return raise_data_error(TruncatedDataError, x, row_start,
+                            PyUnicode_FromFormat("row %zd of %U cut short", x->nrows, x->label));
+}
+
+/* rows.py: "row N of db.t: WHAT cut short" at the value's start (ValueTruncated). */
+static int trunc_value(mk_ctx *x, size_t pos, const char *what)
+{
+    return raise_data_error(TruncatedDataError, x, pos,
+                            PyUnicode_FromFormat("row %zd of %U: %s cut short", x->nrows, x->label, what));
+}
+
+static int truncated(mk_ctx *x, const mk_col *col, size_t pos, size_t row_start)
+{
+    return col->row_start_trunc ? trunc_row(x, row_start) : trunc_value(x, pos, col->what);
+}
+
+static int nomem(void)
+{
+    PyErr_NoMemory();
+    return MK_ERR;
+}
+
+/* ---- little emitters (variant value bytes or JSON text into b) --------------------------------------------- */
+
+static inline uint64_t rd_le(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t rd_be(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* `width` decimal digits of v, zero-padded (v < 10**width). */
+static inline void put_digits(uint8_t *dst, uint64_t v, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        dst[i] = (uint8_t)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+static int put_ascii(ls_buf *b, const char *s, size_t n)
+{
+    return ls_buf_put(b, s, n) ? nomem() : MK_OK;
+}
+
+static int var_int(ls_buf *b, int64_t v)
+{
+    if (ls_buf_reserve(b, 9))
+        return nomem();
+    uint8_t *d = b->data + b->len;
+    int size;
+    if (v >= -0x80 && v < 0x80) {
+        d[0] = VH_INT8;
+        size = 1;
+    } else if (v >= -0x8000 && v < 0x8000) {
+        d[0] = VH_INT16;
+        size = 2;
+    } else if (v >= -0x80000000LL && v < 0x80000000LL) {
+        d[0] = VH_INT32;
+        size = 4;
+    } else {
+        d[0] = VH_INT64;
+        size = 8;
+    }
+    ls_put_le(d + 1, (uint64_t)v, size);
+    b->len += 1 + (size_t)size;
+    return MK_OK;
+}
+
+static int emit_int(mk_ctx *x, ls_buf *b, int64_t v)
+{
+    if (!x->json)
+        return var_int(b, v);
+    char num[24];
+    return put_ascii(b, num, (size_t)i64_text(num, v));
+}
+
+static int emit_uint(mk_ctx *x, ls_buf *b, uint64_t v)
+{
+    if (v <= (uint64_t)INT64_MAX)
+        return emit_int(x, b, (int64_t)v);
+    if (x->json) {
+        char num[24];
+        return put_ascii(b, num, (size_t)u64_text(num, v));
+    }
+    /* Above int64: decimal16 with scale 0 (variant.py rule 2). */
+    if (ls_buf_reserve(b, 18))
+        return nomem();
+    uint8_t *d = b->data + b->len;
+    d[0] = VH_DECIMAL16;
+    d[1] = 0;
+    ls_put_le(d + 2, v, 8);
+    memset(d + 10, 0, 8);
+    b->len += 18;
+    return MK_OK;
+}
+
+static int emit_double(mk_ctx *x, ls_buf *b, double v)
+{
+    if (!x->json) {
+        uint64_t bits;
+        memcpy(&bits, &v, 8);
+        if (ls_buf_byte(b, VH_DOUBLE) || ls_buf_le(b, bits, 8))
+            return nomem();
+        return MK_OK;
+    }
+    int rc;
+    if (isfinite(v))
+        rc = put_float_repr(b, v);
+    else
+        rc = (ls_buf_byte(b, '"') || put_float_text(b, v) || ls_buf_byte(b, '"')) ? TC_NOMEM : TC_OK;
+    return rc ? nomem() : MK_OK;
+}
+
+/* JSON string literal of valid UTF-8, escaped as json.encoder.encode_basestring does. */
+static int json_string(mk_ctx *x, ls_buf *b, const uint8_t *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (n > (LS_BUF_MAX - 2) / 6 || ls_buf_reserve(b, 6 * n + 2))
+        return nomem();
+    uint8_t *d = b->data + b->len;
+    *d++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') {
+            *d++ = ch;
+            x->nonascii |= ch >> 7;
+            continue;
+        }
+        *d++ = '\\';
+        switch (ch) {
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        default:
+            *d++ = 'u';
+            *d++ = '0';
+            *d++ = '0';
+            *d++ = (uint8_t)hex[ch >> 4];
+            *d++ = (uint8_t)hex[ch & 15];
+        }
+    }
+    *d++ = '"';
+    b->len = (size_t)(d - b->data);
+    return MK_OK;
+}
+
+/* A str value given as valid UTF-8. */
+static int emit_str(mk_ctx *x, ls_buf *b, const uint8_t *s, size_t n)
+{
+    if (x->json)
+        return json_string(x, b, s, n);
+    if (n > 0xffffffffULL)
+        return PyErr_Format(PyExc_OverflowError, "string of %zu bytes is too long for a variant"), MK_ERR;
+    if (ls_buf_reserve(b, n + 5))
+        return nomem();
+    uint8_t *d = b->data + b->len;
+    if (n < 64) {
+        *d++ = (uint8_t)((n << 2) | VB_SHORT_STR);
+    } else {
+        *d++ = VH_LONG_STR;
+        ls_put_le(d, n, 4);
+        d += 4;
+    }
+    if (n)
+        memcpy(d, s, n);
+    b->len = (size_t)(d - b->data) + n;
+    return MK_OK;
+}
+
+/* A bytes value: variant binary, or a JSON string of its base64. */
+static int emit_bin(mk_ctx *x, ls_buf *b, const uint8_t *s, size_t n)
+{
+    if (x->json) {
+        if (ls_buf_byte(b, '"') || put_base64(b, s, n) || ls_buf_byte(b, '"'))
+            return nomem();
+        return MK_OK;
+    }
+    if (n > 0xffffffffULL)
+        return PyErr_Format(PyExc_OverflowError, "binary of %zu bytes is too long for a variant"), MK_ERR;
+    if (ls_buf_byte(b, VH_BINARY) || ls_buf_le(b, n, 4) || ls_buf_put(b, s, n))
+        return nomem();
+    return MK_OK;
+}
+
+static int emit_null(mk_ctx *x, ls_buf *b)
+{
+    if (x->json)
+        return put_ascii(b, "null", 4);
+    return ls_buf_byte(b, VH_NULL) ? nomem() : MK_OK;
+}
+
+/* A str value that is ASCII text made here (dates, times, decimals as text). */
+static int emit_text(mk_ctx *x, ls_buf *b, const char *s, int n)
+{
+    return n < 0 ? (PyErr_SetString(PyExc_SystemError, "text formatting failed"), MK_ERR)
+                 : emit_str(x, b, (const uint8_t *)s, (size_t)n);
+}
+
+static int emit_date(mk_ctx *x, ls_buf *b, int64_t y, int m, int d)
+{
+    if (x->json) { /* y is 1..9999 (a valid date) */
+        if (ls_buf_reserve(b, 12))
+            return nomem();
+        uint8_t *o = b->data + b->len;
+        o[0] = '"';
+        put_digits(o + 1, (uint64_t)y, 4);
+        o[5] = '-';
+        put_digits(o + 6, (uint64_t)m, 2);
+        o[8] = '-';
+        put_digits(o + 9, (uint64_t)d, 2);
+        o[11] = '"';
+        b->len += 12;
+        return MK_OK;
+    }
+    if (ls_buf_byte(b, VH_DATE) || ls_buf_le(b, (uint64_t)days_from_civil(y, m, d), 4))
+        return nomem();
+    return MK_OK;
+}
+
+/* A datetime; `micros` since 1970-01-01 00:00 (UTC when aware). JSON: jsontext.datetime_text. */
+static int emit_datetime(mk_ctx *x, ls_buf *b, int64_t micros, int aware)
+{
+    if (!x->json) {
+        if (ls_buf_byte(b, aware ? VH_TIMESTAMP : VH_TIMESTAMP_NTZ) || ls_buf_le(b, (uint64_t)micros, 8))
+            return nomem();
+        return MK_OK;
+    }
+    int64_t days = floor_div(micros, 86400000000LL);
+    int64_t rest = micros - days * 86400000000LL;
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    int64_t secs = rest / 1000000;
+    if (y < 0 || y > 9999) { /* not from a valid datetime: keep printf's sign and width rules */
+        char s[80];
+        int n = snprintf(s, sizeof s, "\"%04lld-%02d-%02dT%02d:%02d:%02d.%06d%s\"", (long long)y, m, d,
+                         (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60), (int)(rest % 1000000),
+                         aware ? "Z" : "");
+        return put_ascii(b, s, (size_t)n);
+    }
+    if (ls_buf_reserve(b, 29))
+        return nomem();
+    uint8_t *o = b->data + b->len;
+    o[0] = '"';
+    put_digits(o + 1, (uint64_t)y, 4);
+    o[5] = '-';
+    put_digits(o + 6, (uint64_t)m, 2);
+    o[8] = '-';
+    put_digits(o + 9, (uint64_t)d, 2);
+    o[11] = 'T';
+    put_digits(o + 12, (uint64_t)(secs / 3600), 2);
+    o[14] = ':';
+    put_digits(o + 15, (uint64_t)(secs / 60 % 60), 2);
+    o[17] = ':';
+    put_digits(o + 18, (uint64_t)(secs % 60), 2);
+    o[20] = '.';
+    put_digits(o + 21, (uint64_t)(rest % 1000000), 6);
+    size_t n = 27;
+    if (aware)
+        o[n++] = 'Z';
+    o[n++] = '"';
+    b->len += n;
+    return MK_OK;
+}
+
+/* values._fraction_text: "" or "." + (us // 10**(6-fsp)) zero-padded to fsp digits (more if it is larger). */
+static int fraction_text(char *s, size_t cap, int64_t us, int fsp)
+{
+    static const int64_t div[7] = {1000000, 100000, 10000, 1000, 100, 10, 1};
+    if (!fsp) {
+        s[0] = 0;
+        return 0;
+    }
+    return snprintf(s, cap, ".%0*lld", fsp, (long long)(us / div[fsp]));
+}
+
+/* values.make_datetime's text for an invalid datetime: "YYYY-MM-DD hh:mm:ss[.f]" (Python %0Nd padding). */
+static int emit_datetime_text(mk_ctx *x, ls_buf *b, int64_t y, int64_t mo, int64_t d, int64_t hh, int64_t mi,
+                              int64_t ss, int64_t us, int fsp)
+{
+    char frac[32], s[160];
+    fraction_text(frac, sizeof frac, us, fsp);
+    int n = snprintf(s, sizeof s, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld%s", (long long)y, (long long)mo,
+                     (long long)d, (long long)hh, (long long)mi, (long long)ss, frac);
+    return emit_text(x, b, s, n);
+}
+
+static int emit_datetime_value(mk_ctx *x, ls_buf *b, int64_t y, int64_t mo, int64_t d, int64_t hh, int64_t mi,
+                               int64_t ss, int64_t us, int fsp)
+{
+    if (!datetime_valid(y, mo, d, hh, mi, ss, us))
+        return emit_datetime_text(x, b, y, mo, d, hh, mi, ss, us, fsp);
+    int64_t micros = ((days_from_civil(y, (int)mo, (int)d) * 86400 + hh * 3600 + mi * 60 + ss) * 1000000) + us;
+    return emit_datetime(x, b, micros, 0);
+}
+
+/* values.time_text: "[-]HH:MM:SS[.f]". */
+static int emit_time_text(mk_ctx *x, ls_buf *b, int negative, int64_t hh, int64_t mi, int64_t ss, int64_t us,
+                          int fsp)
+{
+    char frac[32], s[128];
+    fraction_text(frac, sizeof frac, us, fsp);
+    int n = snprintf(s, sizeof s, "%s%02lld:%02lld:%02lld%s", negative ? "-" : "", (long long)hh, (long long)mi,
+                     (long long)ss, frac);
+    return emit_text(x, b, s, n);
+}
+
+/* ---- DECIMAL (strings/decimal.cc bin2decimal; values.decode_decimal_bytes) --------------------------------- */
+
+static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+
+/* Append `ndig` digits of one group to dst; 0 or -1 when the group is out of range. */
+static int decimal_group(const uint8_t *p, int nbytes, int ndig, char *dst)
+{
+    uint32_t v = (uint32_t)rd_be(p, nbytes);
+    if (v >= POW10[ndig])
+        return -1;
+    for (int i = ndig - 1; i >= 0; i--) {
+        dst[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+    return 0;
+}
+
+/*
+ * Decimal digits of the unscaled value (leading zeros stripped, "0" for zero) into digits[], *neg the sign.
+ * Returns the digit count, or -1 for a digit group out of range.
+ */
+static int decimal_digits(const uint8_t *src, int size, int precision, int scale, char *digits, int *neg)
+{
+    uint8_t raw[MAX_DECIMAL_DIGITS];
+    memcpy(raw, src, (size_t)size);
+    *neg = !(raw[0] & 0x80);
+    raw[0] ^= 0x80;
+    if (*neg)
+        for (int i = 0; i < size; i++)
+            raw[i] ^= 0xff;
+    int intg = precision - scale;
+    int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
+    const uint8_t *p = raw;
+    char *d = digits;
+    if (intg0x) {
+        if (decimal_group(p, DIG2BYTES[intg0x], intg0x, d))
+            return -1;
+        p += DIG2BYTES[intg0x];
+        d += intg0x;
+    }
+    for (int i = 0; i < intg0 + frac0; i++, p += 4, d += 9)
+        if (decimal_group(p, 4, 9, d))
+            return -1;
+    if (frac0x) {
+        if (decimal_group(p, DIG2BYTES[frac0x], frac0x, d))
+            return -1;
+        d += frac0x;
+    }
+    int n = (int)(d - digits);
+    int lead = 0;
+    while (lead < n - 1 && digits[lead] == '0')
+        lead++;
+    if (n == 0) { /* cannot happen (precision >= 1), kept for safety */
+        digits[0] = '0';
+        return 1;
+    }
+    memmove(digits, digits + lead, (size_t)(n - lead));
+    return n - lead;
+}
+
+/* str(Decimal) of sign, digits D (no leading zeros) and exponent -scale (Python's to-sci-string). */
+static int decimal_text(char *s, int neg, const char *digits, int ndig, int scale)
+{
+    char *o = s;
+    if (neg)
+        *o++ = '-';
+    long leftdigits = (long)ndig - scale;
+    if (leftdigits > -6) { /* plain notation (exponent <= 0 always here) */
+        long dot = leftdigits;
+        if (dot <= 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (long i = 0; i < -dot; i++)
+                *o++ = '0';
+            memcpy(o, digits, (size_t)ndig);
+            o += ndig;
+        } else if (dot >= ndig) {
+            memcpy(o, digits, (size_t)ndig);
+            o += ndig;
+        } else {
+            memcpy(o, digits, (size_t)dot);
+            o += dot;
+            *o++ = '.';
+            memcpy(o, digits + dot, (size_t)(ndig - dot));
+            o += ndig - dot;
+        }
+    } else {
+        *o++ = digits[0];
+        if (ndig > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(ndig - 1));
+            o += ndig - 1;
+        }
+        o += sprintf(o, "E%+ld", leftdigits - 1);
+    }
+    return (int)(o - s);
+}
+
+static int emit_decimal(mk_ctx *x, ls_buf *b, const mk_col *col, const uint8_t *p, size_t pos)
+{
+    char digits[MAX_DECIMAL_DIGITS + 8];
+    char text[2 * MAX_DECIMAL_DIGITS + 32];
+    int neg;
+    int scale = col->b;
+    int ndig = decimal_digits(p, col->c, col->a, scale, digits, &neg);
+    if (ndig < 0)
+        return raise_data_error(CorruptDataError, x, pos,
+                                PyUnicode_FromFormat("row %zd of %U: DECIMAL: decimal digit group out of range",
+                                                     x->nrows, x->label));
+    if (x->json) {
+        int n = decimal_text(text, neg, digits, ndig, scale);
+        return put_ascii(b, text, (size_t)n);
+    }
+    int precision = ndig > scale ? ndig : scale;
+    if (precision > 38) {
+        int n = decimal_text(text, neg, digits, ndig, scale);
+        return emit_str(x, b, (const uint8_t *)text, (size_t)n);
+    }
+    __int128 v = 0;
+    for (int i = 0; i < ndig; i++)
+        v = v * 10 + (digits[i] - '0');
+    if (neg)
+        v = -v;
+    if (ls_buf_reserve(b, 18))
+        return nomem();
+    uint8_t *d = b->data + b->len;
+    d[1] = (uint8_t)scale;
+    if (precision <= 9) {
+        d[0] = VH_DECIMAL4;
+        ls_put_le(d + 2, (uint64_t)(int64_t)v, 4);
+        b->len += 6;
+    } else if (precision <= 18) {
+        d[0] = VH_DECIMAL8;
+        ls_put_le(d + 2, (uint64_t)(int64_t)v, 8);
+        b->len += 10;
+    } else {
+        d[0] = VH_DECIMAL16;
+        unsigned __int128 u = (unsigned __int128)v;
+        ls_put_le(d + 2, (uint64_t)u, 8);
+        ls_put_le(d + 10, (uint64_t)(u >> 64), 8);
+        b->len += 18;
+    }
+    return MK_OK;
+}
+
+/* ---- text in a charset (values._text_converter) ------------------------------------------------------------ */
+
+static int emit_charset_text(mk_ctx *x, ls_buf *b, const mk_col *col, const uint8_t *s, size_t n)
+{
+    int ascii;
+    switch (col->b) {
+    case CS_UTF8:
+        return utf8_valid(s, n, &ascii) ? emit_str(x, b, s, n) : emit_bin(x, b, s, n);
+    case CS_BINARY:
+        return emit_bin(x, b, s, n);
+    case CS_TABLE: {
+        const int32_t *t = col->table;
+        for (size_t i = 0; i < n; i++)
+            if (t[s[i]] < 0)
+                return emit_bin(x, b, s, n);
+        if (n > LS_BUF_MAX / 3)
+            return nomem();
+        x->tmp.len = 0;
+        if (ls_buf_reserve(&x->tmp, 3 * n))
+            return nomem();
+        uint8_t *d = x->tmp.data;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t cp = (uint32_t)t[s[i]];
+            if (cp < 0x80) {
+                *d++ = (uint8_t)cp;
+            } else if (cp < 0x800) {
+                *d++ = (uint8_t)(0xc0 | (cp >> 6));
+                *d++ = (uint8_t)(0x80 | (cp & 0x3f));
+            } else {
+                *d++ = (uint8_t)(0xe0 | (cp >> 12));
+                *d++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+                *d++ = (uint8_t)(0x80 | (cp & 0x3f));
+            }
+        }
+        return emit_str(x, b, x->tmp.data, (size_t)(d - x->tmp.data));
+    }
+    default: { /* CS_CODEC: CPython's codec, bytes when it refuses them */
+        if (n > PY_SSIZE_T_MAX)
+            return nomem();
+        PyObject *text = PyUnicode_Decode((const char *)s, (Py_ssize_t)n, col->codec, "strict");
+        if (text == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                return MK_ERR;
+            PyErr_Clear();
+            return emit_bin(x, b, s, n);
+        }
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+        int rc = utf8 == NULL ? MK_ERR : emit_str(x, b, (const uint8_t *)utf8, (size_t)len);
+        Py_DECREF(text);
+        return rc;
+    }
+    }
+}
+
+/* ---- one value ----------------------------------------------------------------------------------------------- */
+
+/* Decode the value of `col` at *pos into b; *pos moves past it. */
+static int emit_value(mk_ctx *x, ls_buf *b, const mk_plan *plan, const mk_col *col, size_t *pos, size_t row_start)
+{
+    const uint8_t *data = x->data;
+    size_t p = *pos;
+    size_t left = x->end - p;
+    const uint8_t *v = data + p;
+    switch (col->kind) {
+    case K_NULL:
+        return emit_null(x, b);
+    case K_INT: {
+        int w = col->a;
+        if (left < (size_t)w)
+            return truncated(x, col, p, row_start);
+        *pos = p + (size_t)w;
+        uint64_t u = rd_le(v, w);
+        if (!col->b)
+            return emit_uint(x, b, u);
+        int shift = 64 - 8 * w;
+        return emit_int(x, b, (int64_t)(u << shift) >> shift);
+    }
+    case K_FLOAT: {
+        if (left < 4)
+            return truncated(x, col, p, row_start);
+        *pos = p + 4;
+        uint32_t bits = (uint32_t)rd_le(v, 4);
+        float f;
+        memcpy(&f, &bits, 4);
+        return emit_double(x, b, (double)f);
+    }
+    case K_DOUBLE: {
+        if (left < 8)
+            return truncated(x, col, p, row_start);
+        *pos = p + 8;
+        uint64_t bits = rd_le(v, 8);
+        double d;
+        memcpy(&d, &bits, 8);
+        return emit_double(x, b, d);
+    }
+    case K_DECIMAL:
+        if (left < (size_t)col->c)
+            return truncated(x, col, p, row_start);
+        *pos = p + (size_t)col->c;
+        return emit_decimal(x, b, col, v, p);
+    case K_DATE: {
+        if (left < 3)
+            return truncated(x, col, p, row_start);
+        *pos = p + 3;
+        uint32_t d = (uint32_t)rd_le(v, 3);
+        int64_t year = d >> 9;
+        int month = (int)((d >> 5) & 15), day = (int)(d & 31);
+        if (date_valid(year, month, day))
+            return emit_date(x, b, year, month, day);
+        char s[48];
+        return emit_text(x, b, s, snprintf(s, sizeof s, "%04d-%02d-%02d", (int)year, month, day));
+    }
+    case K_YEAR:
+        if (left < 1)
+            return truncated(x, col, p, row_start);
+        *pos = p + 1;
+        return emit_int(x, b, v[0] ? 1900 + v[0] : 0);
+    case K_DATETIME2: {
+        int fsp = col->a, fb = (fsp + 1) / 2;
+        if (left < (size_t)(5 + fb))
+            return truncated(x, col, p, row_start);
+        *pos = p + 5 + (size_t)fb;
+        static const int64_t scale[4] = {0, 10000, 100, 1};
+        int64_t intpart = (int64_t)rd_be(v, 5) - 0x8000000000LL;
+        int64_t frac = fb ? (int64_t)rd_be(v + 5, fb) * scale[fb] : 0;
+        int64_t ymd = intpart >> 17, hms = intpart & 0x1FFFF;
+        int64_t ym = ymd >> 5;
+        return emit_datetime_value(x, b, floor_div(ym, 13), floor_mod(ym, 13), ymd & 31, hms >> 12, (hms >> 6) & 63,
+                                   hms & 63, frac, fsp);
+    }
+    case K_TIMESTAMP2: {
+        int fsp = col->a, fb = (fsp + 1) / 2;
+        if (left < (size_t)(4 + fb))
+            return truncated(x, col, p, row_start);
+        *pos = p + 4 + (size_t)fb;
+        static const int64_t scale[4] = {0, 10000, 100, 1};
+        int64_t seconds = (int64_t)rd_be(v, 4);
+        int64_t frac = fb ? (int64_t)rd_be(v + 4, fb) * scale[fb] : 0;
+        if (seconds == 0 && frac == 0) {
+            char s[48], f[32];
+            fraction_text(f, sizeof f, 0, fsp);
+            return emit_text(x, b, s, snprintf(s, sizeof s, "0000-00-00 00:00:00%s", f));
+        }
+        return emit_datetime(x, b, seconds * 1000000 + frac, 1);
+    }
+    case K_TIME2: {
+        int fsp = col->a, fb = (fsp + 1) / 2;
+        if (left < (size_t)(3 + fb))
+            return truncated(x, col, p, row_start);
+        *pos = p + 3 + (size_t)fb;
+        static const int64_t scale[4] = {0, 10000, 100, 1};
+        int fbits = 8 * fb;
+        int64_t value = (int64_t)rd_be(v, 3 + fb) - ((int64_t)0x800000 << fbits);
+        int negative = value < 0;
+        if (negative)
+            value = -value;
+        int64_t hms = value >> fbits;
+        int64_t frac = (value & (((int64_t)1 << fbits) - 1)) * scale[fb];
+        return emit_time_text(x, b, negative, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63, frac, fsp);
+    }
+    case K_TIMESTAMP_OLD: {
+        if (left < 4)
+            return truncated(x, col, p, row_start);
+        *pos = p + 4;
+        int64_t seconds = (int64_t)rd_le(v, 4);
+        if (seconds == 0)
+            return emit_text(x, b, "0000-00-00 00:00:00", 19);
+        return emit_datetime(x, b, seconds * 1000000, 1);
+    }
+    case K_DATETIME_OLD: {
+        if (left < 8)
+            return truncated(x, col, p, row_start);
+        *pos = p + 8;
+        uint64_t u = rd_le(v, 8);
+        uint64_t d = u / 1000000, t = u % 1000000;
+        /* Every part fits int64 (d < 2**44). */
+        return emit_datetime_value(x, b, (int64_t)(d / 10000), (int64_t)(d / 100 % 100), (int64_t)(d % 100),
+                                   (int64_t)(t / 10000), (int64_t)(t / 100 % 100), (int64_t)(t % 100), 0, 0);
+    }
+    case K_TIME_OLD: {
+        if (left < 3)
+            return truncated(x, col, p, row_start);
+        *pos = p + 3;
+        int64_t t = (int64_t)(rd_le(v, 3) << 40) >> 40;
+        int negative = t < 0;
+        if (negative)
+            t = -t;
+        return emit_time_text(x, b, negative, t / 10000, t / 100 % 100, t % 100, 0, 0);
+    }
+    case K_TEXT: {
+        int w = col->a;
+        if (left < (size_t)w)
+            return (w == 1) ? trunc_row(x, row_start) : trunc_value(x, p, col->what);
+        uint64_t n = rd_le(v, w);
+        if (n > left - (size_t)w)
+            return trunc_value(x, p, col->what);
+        *pos = p + (size_t)w + (size_t)n;
+        return emit_charset_text(x, b, col, v + w, (size_t)n);
+    }
+    case K_ENUM: {
+        int w = col->a;
+        if (left < (size_t)w)
+            return trunc_row(x, row_start);
+        *pos = p + (size_t)w;
+        uint64_t index = rd_le(v, w);
+        if (col->nnames || col->c) { /* names known (c = 1 marks an empty name list) */
+            if (index == 0)
+                return emit_str(x, b, (const uint8_t *)"", 0);
+            if (index <= col->nnames) {
+                size_t k = col->names_at + (size_t)index - 1;
+                return emit_str(x, b, plan->blob.data + plan->name_off[k], plan->name_len[k]);
+            }
+        }
+        return emit_int(x, b, (int64_t)index);
+    }
+    case K_SET: {
+        int w = col->a;
+        if (left < (size_t)w)
+            return truncated(x, col, p, row_start);
+        *pos = p + (size_t)w;
+        uint64_t mask = rd_le(v, w);
+        if ((col->nnames || col->c) && (col->nnames >= 64 || mask < ((uint64_t)1 << col->nnames))) {
+            x->tmp.len = 0;
+            int first = 1;
+            for (size_t bit = 0; bit < col->nnames && bit < 64; bit++) {
+                if (!(mask >> bit & 1))
+                    continue;
+                size_t k = col->names_at + bit;
+                if ((!first && ls_buf_byte(&x->tmp, ',')) ||
+                    ls_buf_put(&x->tmp, plan->blob.data + plan->name_off[k], plan->name_len[k]))
+                    return nomem();
+                first = 0;
+            }
+            return emit_str(x, b, x->tmp.data, x->tmp.len);
+        }
+        return emit_uint(x, b, mask);
+    }
+    case K_BIT: {
+        int w = col->a;
+        if (left < (size_t)w)
+            return truncated(x, col, p, row_start);
+        *pos = p + (size_t)w;
+        return emit_uint(x, b, rd_be(v, w));
+    }
+    default:
+        PyErr_Format(PyExc_SystemError, "unknown value kind %d", col->kind);
+        return MK_ERR;
+    }
+}
+
+/* ---- one image ---------------------------------------------------------------------------------------------- */
+
+static int var_size_of(uint64_t v)
+{
+    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
+}
+
+/* Variant object of the current row: values from x->vals/x->spans laid out in key order. */
+static int assemble_object(mk_ctx *x, const mk_plan *plan)
+{
+    size_t m = (size_t)plan->n;
+    const size_t *spans = (const size_t *)x->spans.data;
+    uint64_t total = x->vals.len;
+    int os = var_size_of(total);
+    int is = var_size_of(m ? m - 1 : 0);
+    if (os == 0)
+        return PyErr_Format(PyExc_OverflowError, "row image of %llu bytes is too large for a variant",
+                            (unsigned long long)total), MK_ERR;
+    int large = m > 255;
+    size_t head = 1 + (large ? 4 : 1) + m * (size_t)is + (m + 1) * (size_t)os;
+    ls_buf *o = &x->out;
+    o->len = 0;
+    if (ls_buf_reserve(o, head + total))
+        return nomem();
+    uint8_t *h = o->data;
+    h[0] = (uint8_t)((((large << 4) | ((is - 1) << 2) | (os - 1)) << 2) | VB_OBJECT);
+    ls_put_le(h + 1, m, large ? 4 : 1);
+    uint8_t *ids = h + 1 + (large ? 4 : 1);
+    uint8_t *offs = ids + m * (size_t)is;
+    uint8_t *vals = h + head;
+    size_t off = 0;
+    for (size_t i = 0; i < m; i++) {
+        ls_put_le(ids + i * (size_t)is, i, is);
+        ls_put_le(offs + i * (size_t)os, off, os);
+        uint32_t j = plan->order[i];
+        size_t start = spans[2 * j], len = spans[2 * j + 1];
+        memcpy(vals + off, x->vals.data + start, len);
+        off += len;
+    }
+    ls_put_le(offs + m * (size_t)os, off, os);
+    o->len = head + total;
+    return MK_OK;
+}
+
+/* Decode one image at *pos and encode it into x->out. */
+static int encode_image(mk_ctx *x, const mk_plan *plan, size_t *pos, size_t row_start)
+{
+    size_t p = *pos;
+    Py_ssize_t m = plan->n;
+    if (plan->null_bytes > x->end - p)
+        return trunc_value(x, p, "row NULL bitmap");
+    const uint8_t *nulls = x->data + p;
+    p += plan->null_bytes;
+    if (x->json) {
+        ls_buf *o = &x->out;
+        o->len = 0;
+        x->nonascii = plan->keys_nonascii;
+        if (ls_buf_byte(o, '{'))
+            return nomem();
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const mk_col *col = &plan->cols[j];
+            if ((j && ls_buf_byte(o, ',')) || ls_buf_put(o, plan->blob.data + col->jkey_off, col->jkey_len))
+                return nomem();
+            int rc = (nulls[j >> 3] >> (j & 7) & 1) ? emit_null(x, o) : emit_value(x, o, plan, col, &p, row_start);
+            if (rc)
+                return rc;
+        }
+        if (ls_buf_byte(o, '}'))
+            return nomem();
+        *pos = p;
+        return MK_OK;
+    }
+    x->vals.len = 0;
+    x->spans.len = 0;
+    if (ls_buf_reserve(&x->spans, 2 * sizeof(size_t) * (size_t)m))
+        return nomem();
+    size_t *spans = (size_t *)x->spans.data;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        size_t start = x->vals.len;
+        const mk_col *col = &plan->cols[j];
+        int rc = (nulls[j >> 3] >> (j & 7) & 1) ? emit_null(x, &x->vals) : emit_value(x, &x->vals, plan, col, &p,
+                                                                                      row_start);
+        if (rc)
+            return rc;
+        spans[2 * j] = start;
+        spans[2 * j + 1] = x->vals.len - start;
+    }
+    *pos = p;
+    return assemble_object(x, plan);
+}
+
+/* The finished x->out as a Python object (str for JSON, bytes for a variant value). */
+static PyObject *finish_image(mk_ctx *x)
+{
+    if (!x->json)
+        return PyBytes_FromStringAndSize((const char *)x->out.data, (Py_ssize_t)x->out.len);
+    if (x->nonascii)
+        return PyUnicode_DecodeUTF8((const char *)x->out.data, (Py_ssize_t)x->out.len, "strict");
+    PyObject *s = PyUnicode_New((Py_ssize_t)x->out.len, 127);
+    if (s != NULL)
+        memcpy(PyUnicode_DATA(s), x->out.data, x->out.len);
+    return s;
+}
+
+/* ---- plans ------------------------------------------------------------------------------------------------- */
+
+static void plan_free(mk_plan *plan)
+{
+    if (plan == NULL)
+        return;
+    if (plan->cols != NULL)
+        for (Py_ssize_t j = 0; j < plan->n; j++)
+            PyMem_Free(plan->cols[j].table);
+    PyMem_Free(plan->cols);
+    PyMem_Free(plan->order);
+    PyMem_Free(plan->name_off);
+    PyMem_Free(plan->name_len);
+    Py_XDECREF(plan->metadata);
+    ls_buf_free(&plan->blob);
+    PyMem_Free(plan);
+}
+
+static void plan_capsule_destructor(PyObject *capsule)
+{
+    plan_free((mk_plan *)PyCapsule_GetPointer(capsule, PLAN_CAPSULE));
+}
+
+/* Append a NUL-terminated copy of s to the blob; returns its offset or (size_t)-1. */
+static size_t blob_str(ls_buf *blob, const char *s, size_t n)
+{
+    size_t at = blob->len;
+    if (ls_buf_put(blob, s, n) || ls_buf_byte(blob, 0))
+        return (size_t)-1;
+    return at;
+}
+
+/* Columns whose truncation rows.py reports at the row's start (struct.error / IndexError in values.py). */
+static int truncates_at_row_start(int kind, int width)
+{
+    switch (kind) {
+    case K_INT:
+        return width != 3;
+    case K_FLOAT:
+    case K_DOUBLE:
+    case K_YEAR:
+    case K_TIMESTAMP_OLD:
+    case K_DATETIME_OLD:
+    case K_ENUM:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int long_item(PyObject *tuple, Py_ssize_t i, int lo, int hi, int *out)
+{
+    long v = PyLong_AsLong(PyTuple_GET_ITEM(tuple, i));
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "plan item %zd = %ld is outside %d..%d", i, v, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Fill plan->cols[j] from spec (kind, a, b, c, names, codec, table, what); deferred offsets fixed later. */
+static int plan_column(mk_plan *plan, Py_ssize_t j, PyObject *spec, PyObject *json_key, size_t *what_off,
+                       size_t *codec_off, PyObject **names_out)
+{
+    mk_col *col = &plan->cols[j];
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 8) {
+        PyErr_SetString(PyExc_TypeError, "a column spec is an 8-tuple");
+        return -1;
+    }
+    if (long_item(spec, 0, 0, K_NKINDS - 1, &col->kind) || long_item(spec, 1, 0, 255, &col->a) ||
+        long_item(spec, 2, 0, 255, &col->b) || long_item(spec, 3, 0, MAX_DECIMAL_DIGITS, &col->c))
+        return -1;
+    if (col->kind == K_INT && col->a != 1 && col->a != 2 && col->a != 3 && col->a != 4 && col->a != 8)
+        return PyErr_Format(PyExc_ValueError, "integer width %d", col->a), -1;
+    if (col->kind == K_TEXT && (col->a < 1 || col->a > 4 || col->b > CS_CODEC))
+        return PyErr_Format(PyExc_ValueError, "text prefix %d / charset %d", col->a, col->b), -1;
+    if ((col->kind == K_ENUM && col->a != 1 && col->a != 2) || ((col->kind == K_SET || col->kind == K_BIT) &&
+                                                                col->a > 8) || (col->kind == K_SET && col->a < 1))
+        return PyErr_Format(PyExc_ValueError, "ENUM/SET/BIT width %d", col->a), -1;
+    if (col->kind == K_DECIMAL) {
+        int precision = col->a, scale = col->b;
+        if (precision < 1 || scale > precision)
+            return PyErr_Format(PyExc_ValueError, "DECIMAL(%d,%d)", precision, scale), -1;
+        int intg = precision - scale;
+        int size = (intg / 9) * 4 + DIG2BYTES[intg % 9] + (scale / 9) * 4 + DIG2BYTES[scale % 9];
+        if (size != col->c)
+            return PyErr_Format(PyExc_ValueError, "DECIMAL size %d, expected %d", col->c, size), -1;
+    }
+    if ((col->kind == K_DATETIME2 || col->kind == K_TIMESTAMP2 || col->kind == K_TIME2) && col->a > 6)
+        return PyErr_Format(PyExc_ValueError, "fsp %d", col->a), -1;
+    col->row_start_trunc = truncates_at_row_start(col->kind, col->a);
+    PyObject *names = PyTuple_GET_ITEM(spec, 4);
+    PyObject *codec = PyTuple_GET_ITEM(spec, 5);
+    PyObject *table = PyTuple_GET_ITEM(spec, 6);
+    PyObject *what = PyTuple_GET_ITEM(spec, 7);
+    Py_ssize_t wlen;
+    const char *wtext = PyUnicode_AsUTF8AndSize(what, &wlen);
+    if (wtext == NULL)
+        return -1;
+    *what_off = blob_str(&plan->blob, wtext, (size_t)wlen);
+    *codec_off = (size_t)-1;
+    if (col->kind == K_TEXT && col->b == CS_CODEC) {
+        Py_ssize_t clen;
+        const char *ctext = PyUnicode_AsUTF8AndSize(codec, &clen);
+        if (ctext == NULL)
+            return -1;
+        *codec_off = blob_str(&plan->blob, ctext, (size_t)clen);
+    }
+    if (col->kind == K_TEXT && col->b == CS_TABLE) {
+        if (!PyTuple_Check(table) || PyTuple_GET_SIZE(table) != 256)
+            return PyErr_SetString(PyExc_TypeError, "a byte table is a 256-tuple"), -1;
+        col->table = PyMem_Malloc(256 * sizeof(int32_t));
+        if (col->table == NULL)
+            return nomem();
+        for (Py_ssize_t i = 0; i < 256; i++) {
+            long cp = PyLong_AsLong(PyTuple_GET_ITEM(table, i));
+            if (cp == -1 && PyErr_Occurred())
+                return -1;
+            if (cp < -1 || cp > 0xffff || (cp >= 0xd800 && cp <= 0xdfff))
+                return PyErr_Format(PyExc_ValueError, "code point %ld in a byte table", cp), -1;
+            col->table[i] = (int32_t)cp;
+        }
+    }
+    *names_out = (col->kind == K_ENUM || col->kind == K_SET) && names != Py_None ? names : NULL;
+    if (*names_out != NULL && !PyTuple_Check(names))
+        return PyErr_SetString(PyExc_TypeError, "ENUM/SET names are a tuple of bytes"), -1;
+    const char *key;
+    Py_ssize_t klen;
+    if (PyBytes_AsStringAndSize(json_key, (char **)&key, &klen))
+        return -1;
+    col->jkey_off = plan->blob.len;
+    col->jkey_len = (size_t)klen;
+    for (Py_ssize_t i = 0; i < klen; i++)
+        plan->keys_nonascii |= ((unsigned char)key[i] & 0x80) != 0;
+    if (ls_buf_put(&plan->blob, key, (size_t)klen))
+        return nomem();
+    if (*what_off == (size_t)-1)
+        return nomem();
+    return 0;
+}
+
+static PyObject *compile_plan(PyObject *self, PyObject *args)
+{
+    PyObject *specs, *order, *metadata, *json_keys;
+    if (!PyArg_ParseTuple(args, "O!O!SO!:compile_plan", &PyList_Type, &specs, &PyList_Type, &order, &metadata,
+                          &PyList_Type, &json_keys))
+        return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(specs);
+    if (PyList_GET_SIZE(order) != m || PyList_GET_SIZE(json_keys) != m)
+        return PyErr_Format(PyExc_ValueError, "%zd specs, %zd order entries, %zd keys", m, PyList_GET_SIZE(order),
+                            PyList_GET_SIZE(json_keys));
+    if (m > 0xffffff)
+        return PyErr_Format(PyExc_ValueError, "%zd columns", m);
+    mk_plan *plan = PyMem_Calloc(1, sizeof(mk_plan));
+    if (plan == NULL)
+        return PyErr_NoMemory();
+    size_t *what_offs = PyMem_Calloc((size_t)m + 1, sizeof(size_t));
+    size_t *codec_offs = PyMem_Calloc((size_t)m + 1, sizeof(size_t));
+    plan->n = m;
+    plan->cols = PyMem_Calloc((size_t)m + 1, sizeof(mk_col));
+    plan->order = PyMem_Calloc((size_t)m + 1, sizeof(uint32_t));
+    plan->null_bytes = ((size_t)m + 7) / 8;
+    Py_INCREF(metadata);
+    plan->metadata = metadata;
+    if (what_offs == NULL || codec_offs == NULL || plan->cols == NULL || plan->order == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* Names: count first. */
+    size_t total_names = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *spec = PyList_GET_ITEM(specs, j);
+        if (PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) == 8 && PyTuple_Check(PyTuple_GET_ITEM(spec, 4)))
+            total_names += (size_t)PyTuple_GET_SIZE(PyTuple_GET_ITEM(spec, 4));
+    }
+    plan->name_off = PyMem_Calloc(total_names + 1, sizeof(size_t));
+    plan->name_len = PyMem_Calloc(total_names + 1, sizeof(uint32_t));
+    if (plan->name_off == NULL || plan->name_len == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    size_t name_at = 0;
+    char *seen = PyMem_Calloc((size_t)m + 1, 1);
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *names = NULL;
+        PyObject *key = PyList_GET_ITEM(json_keys, j);
+        if (!PyBytes_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "JSON keys are bytes");
+            PyMem_Free(seen);
+            goto fail;
+        }
+        if (plan_column(plan, j, PyList_GET_ITEM(specs, j), key, &what_offs[j], &codec_offs[j], &names)) {
+            PyMem_Free(seen);
+            goto fail;
+        }
+        mk_col *col = &plan->cols[j];
+        col->names_at = name_at;
+        if (names != NULL) {
+            Py_ssize_t k = PyTuple_GET_SIZE(names);
+            col->nnames = (size_t)k;
+            col->c = 1; /* names are known, even when there are none */
+            for (Py_ssize_t i = 0; i < k; i++) {
+                char *s;
+                Py_ssize_t len;
+                if (PyBytes_AsStringAndSize(PyTuple_GET_ITEM(names, i), &s, &len)) {
+                    PyMem_Free(seen);
+                    goto fail;
+                }
+                if ((uint64_t)len > UINT32_MAX) {
+                    PyErr_SetString(PyExc_ValueError, "name too long");
+                    PyMem_Free(seen);
+                    goto fail;
+                }
+                plan->name_off[name_at] = plan->blob.len;
+                plan->name_len[name_at] = (uint32_t)len;
+                name_at++;
+                if (ls_buf_put(&plan->blob, s, (size_t)len)) {
+                    PyErr_NoMemory();
+                    PyMem_Free(seen);
+                    goto fail;
+                }
+            }
+        } else if (col->kind == K_ENUM || col->kind == K_SET) {
+            col->c = 0;
+        }
+        long o = PyLong_AsLong(PyList_GET_ITEM(order, j));
+        if ((o == -1 && PyErr_Occurred()) || o < 0 || o >= m || seen[o]) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "order is not a permutation");
+            PyMem_Free(seen);
+            goto fail;
+        }
+        seen[o] = 1;
+        plan->order[j] = (uint32_t)o;
+    }
+    PyMem_Free(seen);
+    /* The blob no longer moves: resolve string pointers. */
+    for (Py_ssize_t j = 0; j < m; j++) {
+        plan->cols[j].what = (const char *)plan->blob.data + what_offs[j];
+        if (codec_offs[j] != (size_t)-1)
+            plan->cols[j].codec = (const char *)plan->blob.data + codec_offs[j];
+    }
+    PyMem_Free(what_offs);
+    PyMem_Free(codec_offs);
+    PyObject *capsule = PyCapsule_New(plan, PLAN_CAPSULE, plan_capsule_destructor);
+    if (capsule == NULL)
+        plan_free(plan);
+    return capsule;
+fail:
+    PyMem_Free(what_offs);
+    PyMem_Free(codec_offs);
+    plan_free(plan);
+    return NULL;
+}
+
+/* ---- encode_rows ----------------------------------------------------------------------------------------------- */
+
+/* One side's output: a list of str (JSON) or two lists (variant values, metadatas). */
+typedef struct {
+    PyObject *values;
+    PyObject *metas;
+} side;
+
+static int side_init(side *s, int json)
+{
+    s->values = PyList_New(0);
+    s->metas = json ? NULL : PyList_New(0);
+    return (s->values == NULL || (!json && s->metas == NULL)) ? -1 : 0;
+}
+
+static void side_clear(side *s)
+{
+    Py_CLEAR(s->values);
+    Py_CLEAR(s->metas);
+}
+
+static int side_append(mk_ctx *x, side *s, const mk_plan *plan)
+{
+    PyObject *obj = finish_image(x);
+    if (obj == NULL)
+        return -1;
+    int rc = PyList_Append(s->values, obj);
+    Py_DECREF(obj);
+    if (rc == 0 && s->metas != NULL)
+        rc = PyList_Append(s->metas, plan->metadata);
+    return rc;
+}
+
+static PyObject *side_result(side *s)
+{
+    if (s->metas == NULL) {
+        PyObject *v = s->values;
+        s->values = NULL;
+        return v;
+    }
+    PyObject *t = PyTuple_Pack(2, s->values, s->metas);
+    side_clear(s);
+    return t;
+}
+
+static mk_plan *get_plan(PyObject *capsule)
+{
+    return (mk_plan *)PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
+}
+
+static PyObject *encode_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start;
+    PyObject *cap_before, *cap_after, *path, *label;
+    int op, as_json, in_block;
+    long long data_base;
+    if (!PyArg_ParseTuple(args, "y*nOOipOLpU:encode_rows", &view, &start, &cap_before, &cap_after, &op, &as_json,
+                          &path, &data_base, &in_block, &label))
+        return NULL;
+    PyObject *result = NULL;
+    mk_ctx x;
+    memset(&x, 0, sizeof x);
+    side first = {NULL, NULL}, second = {NULL, NULL};
+    mk_plan *plan = get_plan(cap_before);
+    mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
+    if (plan == NULL || plan_after == NULL)
+        goto done;
+    if (op < OP_INSERT || op > OP_DELETE || start < 0 || start > view.len) {
+        PyErr_SetString(PyExc_ValueError, "bad op or start position");
+        goto done;
+    }
+    x.data = view.buf;
+    x.end = (size_t)view.len;
+    x.path = path;
+    x.data_base = data_base;
+    x.in_block = in_block;
+    x.label = label;
+    x.json = as_json;
+    if (side_init(&first, as_json) || (op == OP_UPDATE && side_init(&second, as_json)))
+        goto done;
+    size_t pos = (size_t)start;
+    while (pos < x.end) {
+        size_t row_start = pos;
+        if (encode_image(&x, plan, &pos, row_start) || side_append(&x, &first, plan))
+            goto done;
+        if (op == OP_UPDATE &&
+            (encode_image(&x, plan_after, &pos, row_start) || side_append(&x, &second, plan_after)))
+            goto done;
+        if (pos == row_start) { /* no column present: the row would repeat forever */
+            raise_data_error(CorruptDataError, &x, row_start,
+                             PyUnicode_FromFormat("row %zd of %U: row image without columns", x.nrows, label));
+            goto done;
+        }
+        x.nrows++;
+    }
+    {
+        PyObject *a = side_result(&first);
+        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second) : Py_NewRef(Py_None));
+        if (a != NULL && b != NULL)
+            result = Py_BuildValue("(nNN)", x.nrows, a, b);
+        else {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+        }
+    }
+done:
+    side_clear(&first);
+    side_clear(&second);
+    ls_buf_free(&x.out);
+    ls_buf_free(&x.vals);
+    ls_buf_free(&x.spans);
+    ls_buf_free(&x.tmp);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- module ------------------------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"compile_plan", compile_plan, METH_VARARGS,
+     "compile_plan(specs, order, metadata, json_keys) -> plan\n\nThe compiled description of one row-image shape "
+     "(see rows_encode._plan)."},
+    {"encode_rows", encode_rows, METH_VARARGS,
+     "encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)"
+     "\n\nEncode the row images of one rows event (see rows_encode.encode_rows_event_c)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "spark_logsource.mysql._kernel",
+    "Compiled MySQL/MariaDB row images -> Variant / JSON (twin of rows_encode.encode_rows_event_py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    PyObject *errors = PyImport_ImportModule("spark_logsource.errors");
+    if (errors == NULL)
+        return NULL;
+    CorruptDataError = PyObject_GetAttrString(errors, "CorruptDataError");
+    TruncatedDataError = PyObject_GetAttrString(errors, "TruncatedDataError");
+    Py_DECREF(errors);
+    if (CorruptDataError == NULL || TruncatedDataError == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
