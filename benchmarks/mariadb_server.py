@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path, PosixPath
+from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,24 +28,11 @@ REPLICATION_USER = "bench"
 REPLICATION_PASSWORD = "bench"
 
 
-class _ExistingDir(PosixPath):
-    """A directory path whose ``mkdir`` accepts an existing directory.
-
-    ``MariaDBServer.start`` creates a fresh datadir; on a kept datadir it must not fail, and its
-    ``mariadb-install-db`` step finds the system tables already there and leaves them as they are.
-    """
-
-    def mkdir(self, mode: int = 0o777, parents: bool = False, exist_ok: bool = False) -> None:
-        super().mkdir(mode, parents=parents, exist_ok=True)
-
-
 def open_server(base: Path) -> MariaDBServer:
     """Start mariadbd in ``base`` (created on first use, reused afterwards) with a TCP replication account."""
     server = MariaDBServer(base)
     if (server.datadir / "mysql").is_dir():
         log.info("restarting mariadbd on the kept datadir %s", server.datadir)
-        server.datadir = _ExistingDir(server.datadir)
-        server.binlog_dir = _ExistingDir(server.binlog_dir)
     server.start()
     server.execute(f"CREATE USER IF NOT EXISTS '{REPLICATION_USER}'@'127.0.0.1' "
                    f"IDENTIFIED BY '{REPLICATION_PASSWORD}'")

@@ -55,16 +55,18 @@ class MariaDBServer:
 
     # -- life cycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Create the datadir and start the server; raise RuntimeError with the error log on failure."""
-        self.datadir.mkdir(parents=True)
-        self.binlog_dir.mkdir()
-        install = subprocess.run(
-            ["mariadb-install-db", "--no-defaults", *_server_user_args(), f"--datadir={self.datadir}",
-             "--auth-root-authentication-method=normal", "--skip-test-db"],
-            capture_output=True, text=True, timeout=120,
-        )
-        if install.returncode != 0:
-            raise RuntimeError(f"mariadb-install-db failed:\n{install.stdout}\n{install.stderr}")
+        """Start the server, creating the datadir first unless it holds one already (a kept benchmark datadir);
+        raise RuntimeError with the error log on failure."""
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        self.binlog_dir.mkdir(exist_ok=True)
+        if not (self.datadir / "mysql").is_dir():
+            install = subprocess.run(
+                ["mariadb-install-db", "--no-defaults", *_server_user_args(), f"--datadir={self.datadir}",
+                 "--auth-root-authentication-method=normal", "--skip-test-db"],
+                capture_output=True, text=True, timeout=120,
+            )
+            if install.returncode != 0:
+                raise RuntimeError(f"mariadb-install-db failed:\n{install.stdout}\n{install.stderr}")
         args = [
             "mariadbd", "--no-defaults", *_server_user_args(),
             f"--datadir={self.datadir}", f"--socket={self.socket_path}", f"--port={self.port}",
