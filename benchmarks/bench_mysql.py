@@ -254,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         results["iter_batches"] = timed("iter_batches", lambda: count_iter_batches(path), n)
         results["iter_batches json"] = timed("iter_batches json", lambda: count_iter_batches(path, rowFormat="json"),
                                              n)
+        results["iter_batches no query"] = timed(
+            "iter_batches includeQuery=false", lambda: count_iter_batches(path, includeQuery="false"), n)
         results["mariadb-binlog"] = timed("mariadb-binlog", lambda: run_mariadb_binlog(path), n)
         results["python-mysql-replication"] = timed(
             "python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog), n)
@@ -277,6 +279,7 @@ def report(results: dict[str, Timing], workload: Workload, size_mb: float, comma
     labels = {
         "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (1 process)',
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")` (1 process)",
+        "iter_batches no query": "`iter_batches(..., includeQuery=\"false\")` (1 process)³",
         "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`',
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
@@ -298,14 +301,19 @@ def report(results: dict[str, Timing], workload: Workload, size_mb: float, comma
         vs_mb = rate[key] / rate["mariadb-binlog"]
         cpu = "–" if key == "spark noop" else f"{results[key].cpu:.2f}"
         lines.append(f"| {label} | {results[key].wall:.2f} | {cpu} | {rate[key]:,.0f} | {vs_pmr:.1f}× | {vs_mb:.2f}× |")
-    vs_pmr = rate["iter_batches"] / rate["python-mysql-replication"]
-    vs_mb = rate["iter_batches"] / rate["mariadb-binlog"]
-    lines += ["", f"Floors (issue #3): iter_batches ≥ 10× python-mysql-replication: {vs_pmr:.1f}× "
-                  f"{'OK' if vs_pmr >= 10 else 'BELOW'}; ≥ 0.3× mariadb-binlog: {vs_mb:.2f}× "
-                  f"{'OK' if vs_mb >= 0.3 else 'BELOW'}",
-              "",
+    for key in ("iter_batches", "iter_batches no query"):
+        if key not in rate:
+            continue
+        vs_pmr = rate[key] / rate["python-mysql-replication"]
+        vs_mb = rate[key] / rate["mariadb-binlog"]
+        lines += ["", f"Floors (issue #3), {key}: ≥ 10× python-mysql-replication: {vs_pmr:.1f}× "
+                      f"{'OK' if vs_pmr >= 10 else 'BELOW'}; ≥ 0.3× mariadb-binlog: {vs_mb:.2f}× "
+                      f"{'OK' if vs_mb >= 0.3 else 'BELOW'}"]
+    lines += ["",
               "¹ the server's CPU (reading and sending the file) is not counted. "
-              "² this process and its children (mariadb-binlog); Spark's JVM and workers are not counted."]
+              "² this process and its children (mariadb-binlog); Spark's JVM and workers are not counted. "
+              "³ the changes view's `query` column left null: by the issue's schema it repeats each row's statement "
+              "(here 1000-row INSERTs of ~97 KB) on every row, which is most of the output bytes."]
     return "\n".join(lines)
 
 

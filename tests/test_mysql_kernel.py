@@ -23,6 +23,7 @@ from spark_logsource.errors import CorruptDataError
 from spark_logsource.mysql import rows_encode
 from spark_logsource.mysql.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.payload import decode_payload_header, iter_payload_events, uncompress_payload
+from spark_logsource.mysql.rows import parse_rows_head
 from spark_logsource.mysql.rows_encode import encode_rows_event_c, encode_rows_event_py
 from spark_logsource.mysql.tablemap import TableMap, decode_table_map
 from spark_logsource.variant import decode_variant
@@ -102,8 +103,8 @@ def assert_same(case: RowsCase, body: bytes | None = None) -> str:
 
 def uses_kernel(case: RowsCase) -> bool:
     """True when the kernel encodes this event itself (no whole-event fallback to the Python path)."""
-    head = rows_encode._parse_header(case.type_code, case.body, case.post_header_len, case.table_id_size,
-                                     case.table_maps, case.path, case.pos)
+    head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
     plans = [rows_encode._plan(head.table_map, head.present, case.path, case.pos)]
     if head.op == "update":
         plans.append(rows_encode._plan(head.table_map, head.present_after, case.path, case.pos))
@@ -132,8 +133,8 @@ def test_fixture_events_encode_identically(shared_fixtures, entry):
         assert assert_same(case) == "ok"
         rows += case.run(encode_rows_event_c).n
         # only images with a MySQL JSON column (type 245) take the Python path
-        head = rows_encode._parse_header(case.type_code, case.body, case.post_header_len, case.table_id_size,
-                                         case.table_maps, case.path, case.pos)
+        head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
         json_columns += any(c.real_type == 245 for c in head.table_map.columns)
         assert uses_kernel(case) != any(c.real_type == 245 for c in head.table_map.columns)
     assert (rows > 0) == (top_level > 0 or "TRANSACTION_PAYLOAD" in entry["events"])
@@ -300,8 +301,8 @@ def test_random_row_data_agrees(fuzz_corpus):
     rng = random.Random(11)
     kinds = {"ok": 0, "error": 0}
     for case in fuzz_corpus:
-        head = rows_encode._parse_header(case.type_code, case.body, case.post_header_len, case.table_id_size,
-                                         case.table_maps, case.path, case.pos)
+        head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
         for i in range(RANDOM_TAILS_PER_EVENT):
             prefix = bytearray(case.body[:head.pos])
             if i % 20 == 0:
@@ -317,8 +318,8 @@ def test_no_column_image_is_an_error_not_a_loop(shared_fixtures):
     """A rows event whose columns-present bitmap is empty but that carries row data."""
     case = next(c for c in rows_cases(shared_fixtures / "mysql-binlog" / "osheroff/mysql-bin.checksum-crc32")
                 if c.type_code == 30)
-    head = rows_encode._parse_header(case.type_code, case.body, case.post_header_len, case.table_id_size,
-                                     case.table_maps, case.path, case.pos)
+    head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
     body = bytearray(case.body)
     width = (len(head.table_map.columns) + 7) // 8
     body[head.pos - width:head.pos] = bytes(width)

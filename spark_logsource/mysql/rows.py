@@ -183,13 +183,28 @@ def _decode_extra(extra: bytes) -> dict[str, Any]:
     return out
 
 
-def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
-                      table_maps: Mapping[int, TableMap], path: str | None, offset: int,
-                      max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RowsEvent:
-    """Decode a rows event body (after the 19-byte common header, CRC trailer removed).
+@dataclass(slots=True)
+class RowsEventHead:
+    """What precedes the row images of a rows event, and where the images start (``buf[pos:]``)."""
 
-    ``offset`` is the file offset of the event: errors carry ``offset + 19 + position in the body`` (for
-    compressed events, positions inside the inflated block are reported at the block's start).
+    buf: bytes
+    table_id: int
+    flags: int
+    op: str
+    table_map: TableMap
+    present: int  # columns-present bitmap of the (before) image, padding bits cleared
+    present_after: int  # of the after image (UPDATE), else equal to ``present``
+    pos: int
+    extra: bytes  # v2 extra data (without its length), b"" when none
+
+
+def parse_rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                    table_maps: Mapping[int, TableMap], path: str | None, offset: int) -> RowsEventHead:
+    """Post-header, v2 extra data, column count and column bitmaps of a rows event, checked.
+
+    Layout (mysql-server ``libs/mysql/binlog/event/rows_event.h``): table_id (6 or 4 bytes), flags u16, v2 only:
+    extra_len u16 (counting itself) + extra data, column count (packed int), columns-present bitmap, for UPDATE a
+    second bitmap for the after image; the row images follow.
     """
     op = _OPS.get(event_type)
     if op is None:
@@ -201,7 +216,7 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
         raise TruncatedDataError(path, base, "rows event shorter than its post-header")
     table_id = int.from_bytes(buf[:table_id_size], "little")
     flags = int.from_bytes(buf[table_id_size:fixed], "little")
-    extra: dict | None = None
+    extra = b""
     pos = max(post_header_len, fixed)
     if event_type in _V2_TYPES:
         if len(buf) < fixed + 2:
@@ -209,8 +224,7 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
         extra_len = int.from_bytes(buf[fixed:fixed + 2], "little")
         if extra_len < 2 or pos + extra_len - 2 > len(buf):
             raise CorruptDataError(path, base + fixed, f"rows event extra-data length {extra_len}")
-        if extra_len > 2:
-            extra = _decode_extra(buf[pos:pos + extra_len - 2])
+        extra = buf[pos:pos + extra_len - 2]
         pos += extra_len - 2
     table_map = table_maps.get(table_id)
     if table_map is None:
@@ -221,34 +235,52 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
                                                  f"{table_map.database}.{table_map.table} has "
                                                  f"{len(table_map.columns)}")
     bitmap_len = (ncols + 7) // 8
-    is_update = op == "update"
-    if pos + bitmap_len * (2 if is_update else 1) > len(buf):
+    if pos + bitmap_len * (2 if op == "update" else 1) > len(buf):
         raise TruncatedDataError(path, base + pos, "rows event ends inside its column bitmaps")
-    present = int.from_bytes(buf[pos:pos + bitmap_len], "little")
+    columns_mask = (1 << ncols) - 1  # bits past the column count are the bitmap's padding
+    present = int.from_bytes(buf[pos:pos + bitmap_len], "little") & columns_mask
     pos += bitmap_len
     present_after = present
-    if is_update:
-        present_after = int.from_bytes(buf[pos:pos + bitmap_len], "little")
+    if op == "update":
+        present_after = int.from_bytes(buf[pos:pos + bitmap_len], "little") & columns_mask
         pos += bitmap_len
-    columns_mask = (1 << ncols) - 1  # bits past the column count are the bitmap's padding
-    present &= columns_mask
-    present_after &= columns_mask
+    return RowsEventHead(buf, table_id, flags, op, table_map, present, present_after, pos, extra)
 
-    data_base = base
+
+def rows_data(event_type: int, head: RowsEventHead, *, path: str | None, offset: int,
+              max_uncompressed: int) -> tuple[bytes, int, int, bool]:
+    """``(data, position of the first image, file offset of data[0], inflated block?)`` of a rows event.
+
+    MariaDB's compressed rows events (166–171) zlib-compress everything after the bitmaps; positions inside the
+    inflated block have no file offset, so errors there point at the block's start.
+    """
+    base = offset + 19
     if event_type in _COMPRESSED_TYPES:
-        data = mariadb_uncompress(buf[pos:], path, base + pos, max_uncompressed)
-        data_base = base + pos
-        pos = 0
-        in_block = True
-    else:
-        data = buf
-        in_block = False
+        return mariadb_uncompress(head.buf[head.pos:], path, base + head.pos, max_uncompressed), 0, \
+            base + head.pos, True
+    return head.buf, head.pos, base, False
+
+
+def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                      table_maps: Mapping[int, TableMap], path: str | None, offset: int,
+                      max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RowsEvent:
+    """Decode a rows event body (after the 19-byte common header, CRC trailer removed).
+
+    ``offset`` is the file offset of the event: errors carry ``offset + 19 + position in the body`` (for
+    compressed events, positions inside the inflated block are reported at the block's start).
+    """
+    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                           table_maps=table_maps, path=path, offset=offset)
+    op, table_map, present, present_after = head.op, head.table_map, head.present, head.present_after
+    extra = _decode_extra(head.extra) if head.extra else None
+    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
+                                               max_uncompressed=max_uncompressed)
 
     def where(p: int) -> int:
         return data_base if in_block else data_base + p
 
     plan = _plan(table_map, present, path, offset)
-    plan_after = _plan(table_map, present_after, path, offset) if is_update else plan
+    plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
     partial = event_type == PARTIAL_UPDATE_ROWS
     rows: list[tuple[dict | None, dict | None]] = []
     end = len(data)
@@ -282,4 +314,4 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
     except JsonDecodeError as exc:
         raise CorruptDataError(path, where(row_start), f"row {len(rows)} of {table_map.database}."
                                                        f"{table_map.table}: {exc}") from None
-    return RowsEvent(table_id=table_id, flags=flags, op=op, rows=rows, extra=extra)
+    return RowsEvent(table_id=head.table_id, flags=head.flags, op=op, rows=rows, extra=extra)

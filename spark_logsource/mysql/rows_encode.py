@@ -49,13 +49,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CorruptDataError, OptionError, TruncatedDataError, UnsupportedDataError
+from ..errors import OptionError, UnsupportedDataError
 from ..jsontext import to_json
 from ..variant import encode_variant
 from . import column_types as ct
-from .compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
-from .packed import read_packed_int
-from .rows import decode_rows_event
+from .compression import DEFAULT_MAX_UNCOMPRESSED
+from .rows import decode_rows_event, parse_rows_head, rows_data
 from .tablemap import TableMap, string_length_from_meta
 from .values import column_decoder, decimal_binary_size
 
@@ -73,11 +72,6 @@ KERNEL_AVAILABLE = _kernel is not None
 
 ROW_FORMATS = ("variant", "json")
 
-_OPS = {20: "insert", 21: "update", 22: "delete", 23: "insert", 24: "update", 25: "delete",
-        30: "insert", 31: "update", 32: "delete", 39: "update",
-        166: "insert", 167: "update", 168: "delete", 169: "insert", 170: "update", 171: "delete"}
-_V2_TYPES = frozenset({30, 31, 32, 39, 169, 170, 171})
-_COMPRESSED_TYPES = frozenset({166, 167, 168, 169, 170, 171})
 _PARTIAL_UPDATE_ROWS = 39
 _OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 
@@ -284,72 +278,6 @@ def _build_plan(table_map: TableMap, present: int) -> Any:
 # ---- the compiled path --------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Header:
-    """What precedes the row images of a rows event (rows.py's layout), and where the images start."""
-
-    buf: bytes
-    table_id: int
-    flags: int
-    op: str
-    table_map: TableMap
-    present: int
-    present_after: int
-    pos: int
-
-
-def _parse_header(event_type: int, body: bytes | memoryview, post_header_len: int, table_id_size: int,
-                  table_maps: Mapping[int, TableMap], path: str | None, offset: int) -> _Header:
-    """Post-header, column count and column bitmaps, with the checks and errors of rows.decode_rows_event."""
-    op = _OPS.get(event_type)
-    if op is None:
-        raise UnsupportedDataError(path, offset, f"event type {event_type} is not a rows event")
-    buf = bytes(body)
-    base = offset + 19
-    fixed = table_id_size + 2
-    if len(buf) < max(fixed, post_header_len):
-        raise TruncatedDataError(path, base, "rows event shorter than its post-header")
-    table_id = int.from_bytes(buf[:table_id_size], "little")
-    flags = int.from_bytes(buf[table_id_size:fixed], "little")
-    pos = max(post_header_len, fixed)
-    if event_type in _V2_TYPES:
-        if len(buf) < fixed + 2:
-            raise TruncatedDataError(path, base + fixed, "rows event v2 without extra-data length")
-        extra_len = int.from_bytes(buf[fixed:fixed + 2], "little")
-        if extra_len < 2 or pos + extra_len - 2 > len(buf):
-            raise CorruptDataError(path, base + fixed, f"rows event extra-data length {extra_len}")
-        pos += extra_len - 2
-    table_map = table_maps.get(table_id)
-    if table_map is None:
-        raise CorruptDataError(path, offset, f"rows event for table id {table_id} without TABLE_MAP")
-    ncols, pos = read_packed_int(buf, pos, path=path, offset=base)
-    if ncols != len(table_map.columns):
-        raise CorruptDataError(path, base + pos, f"rows event has {ncols} columns, TABLE_MAP of "
-                                                 f"{table_map.database}.{table_map.table} has "
-                                                 f"{len(table_map.columns)}")
-    bitmap_len = (ncols + 7) // 8
-    is_update = op == "update"
-    if pos + bitmap_len * (2 if is_update else 1) > len(buf):
-        raise TruncatedDataError(path, base + pos, "rows event ends inside its column bitmaps")
-    present = int.from_bytes(buf[pos:pos + bitmap_len], "little")
-    pos += bitmap_len
-    present_after = present
-    if is_update:
-        present_after = int.from_bytes(buf[pos:pos + bitmap_len], "little")
-        pos += bitmap_len
-    return _Header(buf, table_id, flags, op, table_map, present, present_after, pos)
-
-
-def _row_data(event_type: int, head: _Header, path: str | None, offset: int,
-              max_uncompressed: int) -> tuple[bytes, int, int, bool]:
-    """(data, position of the first image, file offset of data[0], inflated block?) of a rows event."""
-    base = offset + 19
-    if event_type in _COMPRESSED_TYPES:
-        return mariadb_uncompress(head.buf[head.pos:], path, base + head.pos, max_uncompressed), 0, \
-            base + head.pos, True
-    return head.buf, head.pos, base, False
-
-
 def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                         table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
                         max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
@@ -359,8 +287,10 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    head = _parse_header(event_type, body, post_header_len, table_id_size, table_maps, path, offset)
-    data, pos, data_base, in_block = _row_data(event_type, head, path, offset, max_uncompressed)
+    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                           table_maps=table_maps, path=path, offset=offset)
+    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
+                                               max_uncompressed=max_uncompressed)
     table_map, op = head.table_map, head.op
     plan = _plan(table_map, head.present, path, offset)
     plan_after = _plan(table_map, head.present_after, path, offset) if op == "update" else plan
