@@ -43,8 +43,7 @@ from tests.servers.mariadb import MariaDBServer
 log = logging.getLogger("bench_mysql")
 
 WORKLOAD_VERSION = 1
-INSERT_ROWS_PER_STATEMENT = 1000
-STATEMENTS_PER_TRANSACTION = 10
+DEFAULT_INSERT_ROWS_PER_STATEMENT = 1000
 TABLE = "bench.orders"
 TABLE_DDL = f"""CREATE TABLE {TABLE} (
     id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -65,6 +64,7 @@ class Workload:
     inserts: int
     updates: int
     deletes: int
+    per_statement: int = DEFAULT_INSERT_ROWS_PER_STATEMENT
 
     @property
     def rows(self) -> int:
@@ -79,23 +79,25 @@ def _insert_values(first: int, count: int) -> str:
         for n in range(first, first + count))
 
 
-def make_workload(server: MariaDBServer, rows: int) -> Workload:
-    """Write ≥ ``rows`` row changes into one fresh binlog file: ~73% inserts, ~18% updates, ~9% deletes."""
-    insert_rows = -(-int(rows * 0.73) // INSERT_ROWS_PER_STATEMENT) * INSERT_ROWS_PER_STATEMENT
+def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workload:
+    """Write ≥ ``rows`` row changes into one fresh binlog file: ~73% inserts (``per_statement`` rows per INSERT,
+    transactions of about 10 000 inserted rows), ~18% updates, ~9% deletes."""
+    statements_per_transaction = max(1, 10_000 // per_statement)
+    insert_rows = -(-int(rows * 0.73) // per_statement) * per_statement
     counts = {"inserts": 0, "updates": 0, "deletes": 0}
 
     def workload(srv: MariaDBServer) -> None:
         srv.execute("DROP DATABASE IF EXISTS bench")
         srv.execute("CREATE DATABASE bench CHARACTER SET utf8mb4")
         srv.execute(TABLE_DDL)
-        statements = insert_rows // INSERT_ROWS_PER_STATEMENT
+        statements = insert_rows // per_statement
         for s in range(statements):
-            if s % STATEMENTS_PER_TRANSACTION == 0:
+            if s % statements_per_transaction == 0:
                 srv.execute("BEGIN")
             counts["inserts"] += srv.execute(
                 f"INSERT INTO {TABLE} (customer_id, qty, sku, price, created, note, status) VALUES "
-                + _insert_values(s * INSERT_ROWS_PER_STATEMENT, INSERT_ROWS_PER_STATEMENT))
-            if s % STATEMENTS_PER_TRANSACTION == STATEMENTS_PER_TRANSACTION - 1 or s == statements - 1:
+                + _insert_values(s * per_statement, per_statement))
+            if s % statements_per_transaction == statements_per_transaction - 1 or s == statements - 1:
                 srv.execute("COMMIT")
         # Updates of 10 000 rows per statement, then deletes, until the total is reached.
         step = 10_000
@@ -115,16 +117,17 @@ def make_workload(server: MariaDBServer, rows: int) -> Workload:
     files = server.run_workload(workload, settings)
     if len(files) != 1:
         raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
-    return Workload(files[0].name, **counts)
+    return Workload(files[0].name, per_statement=per_statement, **counts)
 
 
-def prepare(workdir: Path, rows: int) -> tuple[MariaDBServer, Workload]:
+def prepare(workdir: Path, rows: int, per_statement: int) -> tuple[MariaDBServer, Workload]:
     """Start the kept server of ``workdir`` (making it and the binlog on first use) and return the workload."""
     marker = workdir / "workload.json"
     cached: dict | None = None
     if marker.exists():
         cached = json.loads(marker.read_text())
-        if cached.get("version") != WORKLOAD_VERSION or cached.get("requested_rows") != rows:
+        if (cached.get("version") != WORKLOAD_VERSION or cached.get("requested_rows") != rows
+                or cached.get("per_statement", DEFAULT_INSERT_ROWS_PER_STATEMENT) != per_statement):
             log.info("cached workload does not match (%s): making a new one", cached)
             cached = None
     if cached is None and workdir.exists():
@@ -132,15 +135,15 @@ def prepare(workdir: Path, rows: int) -> tuple[MariaDBServer, Workload]:
     workdir.mkdir(parents=True, exist_ok=True)
     server = open_server(workdir / "server")
     if cached is not None:
-        workload = Workload(cached["binlog"], cached["inserts"], cached["updates"], cached["deletes"])
+        workload = Workload(cached["binlog"], cached["inserts"], cached["updates"], cached["deletes"], per_statement)
         log.info("using the cached binlog %s (%d row changes)", workload.binlog, workload.rows)
         return server, workload
     started = time.perf_counter()
-    workload = make_workload(server, rows)
+    workload = make_workload(server, rows, per_statement)
     log.info("made %s with %d row changes in %.1f s", workload.binlog, workload.rows, time.perf_counter() - started)
     marker.write_text(json.dumps({"version": WORKLOAD_VERSION, "requested_rows": rows, "binlog": workload.binlog,
-                                  "inserts": workload.inserts, "updates": workload.updates,
-                                  "deletes": workload.deletes}))
+                                  "per_statement": per_statement, "inserts": workload.inserts,
+                                  "updates": workload.updates, "deletes": workload.deletes}))
     return server, workload
 
 
@@ -179,7 +182,7 @@ def count_python_mysql_replication(server: MariaDBServer, binlog: str) -> int:
     return rows
 
 
-def spark_noop(path: Path) -> Callable[[], int]:
+def spark_noop(path: Path, **options: str) -> Callable[[], int]:
     """Start a local[2] session now (not timed); return the timed action: read ``path`` to the noop sink."""
     from pyspark.sql import SparkSession
 
@@ -194,7 +197,8 @@ def spark_noop(path: Path) -> Callable[[], int]:
     spark.range(1).write.format("noop").mode("overwrite").save()  # warm the JVM side
 
     def run() -> int:
-        spark.read.format("mysql-binlog").load(str(path)).write.format("noop").mode("overwrite").save()
+        spark.read.format("mysql-binlog").options(**options).load(str(path)).write.format("noop") \
+            .mode("overwrite").save()
         return -1
 
     return run
@@ -240,12 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/spark-logsource-bench"))
     parser.add_argument("--rows", type=int, default=500_000, help="row changes in the binlog (at least)")
+    parser.add_argument("--insert-rows-per-statement", type=int, default=DEFAULT_INSERT_ROWS_PER_STATEMENT,
+                        help="rows of each multi-row INSERT (the statement text the changes view repeats per row)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of iter_batches")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark measurement")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
-    server, workload = prepare(args.workdir / "mysql", args.rows)
+    per_statement = args.insert_rows_per_statement
+    suffix = "" if per_statement == DEFAULT_INSERT_ROWS_PER_STATEMENT else f"-{per_statement}-per-insert"
+    server, workload = prepare(args.workdir / f"mysql{suffix}", args.rows, per_statement)
     try:
         path = server.binlog_dir / workload.binlog
         size_mb = path.stat().st_size / 1e6
@@ -261,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             "python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog), n)
         if not args.no_spark:
             results["spark noop"] = timed("spark local[2] noop", spark_noop(path), n)
+            results["spark noop no query"] = timed("spark local[2] noop includeQuery=false",
+                                                   spark_noop(path, includeQuery="false"), n)
         profile = profile_iter_batches(path) if args.profile else None
     finally:
         server.stop()
@@ -281,12 +291,14 @@ def report(results: dict[str, Timing], workload: Workload, size_mb: float, comma
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")` (1 process)",
         "iter_batches no query": "`iter_batches(..., includeQuery=\"false\")` (1 process)³",
         "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`',
+        "spark noop no query": 'Spark `local[2]`, `.option("includeQuery", "false")` → `noop`³',
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
     }
     lines = [
         f"Binlog: MariaDB {mariadb_version()} ROW format, {n:,} row changes ({workload.inserts:,} inserts, "
-        f"{workload.updates:,} updates, {workload.deletes:,} deletes; 8 columns), {size_mb:.1f} MB. "
+        f"{workload.updates:,} updates, {workload.deletes:,} deletes; 8 columns; {workload.per_statement} rows per "
+        f"INSERT statement), {size_mb:.1f} MB. "
         f"{os.cpu_count()} cores.",
         "",
         f"Command: `{command}`",
@@ -299,7 +311,7 @@ def report(results: dict[str, Timing], workload: Workload, size_mb: float, comma
             continue
         vs_pmr = rate[key] / rate["python-mysql-replication"]
         vs_mb = rate[key] / rate["mariadb-binlog"]
-        cpu = "–" if key == "spark noop" else f"{results[key].cpu:.2f}"
+        cpu = "–" if key.startswith("spark noop") else f"{results[key].cpu:.2f}"
         lines.append(f"| {label} | {results[key].wall:.2f} | {cpu} | {rate[key]:,.0f} | {vs_pmr:.1f}× | {vs_mb:.2f}× |")
     for key in ("iter_batches", "iter_batches no query"):
         if key not in rate:

@@ -103,6 +103,9 @@ def string_column(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
+_SMALL_RUN = 1 << 16  # bytes; smaller runs are built with bytes repetition (one extra copy, less overhead)
+
+
 def repeated_strings(values: Sequence[str | None], counts: Sequence[int]) -> pa.Array:
     """``counts[i]`` copies of each ``values[i]`` (None = null) as one ``pa.string()`` array, from buffers.
 
@@ -111,6 +114,16 @@ def repeated_strings(values: Sequence[str | None], counts: Sequence[int]) -> pa.
     """
     if len(values) != len(counts):
         raise ValueError(f"{len(values)} values but {len(counts)} counts")
+    # merge runs of the same value (a statement covers several rows events in a row), then encode each once
+    merged_values: list[str | None] = []
+    merged_counts: list[int] = []
+    for value, count in zip(values, counts, strict=True):
+        if merged_values and (value is merged_values[-1] or value == merged_values[-1]):
+            merged_counts[-1] += count
+        else:
+            merged_values.append(value)
+            merged_counts.append(count)
+    values, counts = merged_values, merged_counts
     encoded = [None if v is None else v.encode("utf-8") for v in values]
     reps = np.asarray(counts, dtype=np.int64)
     n = int(reps.sum())
@@ -125,13 +138,16 @@ def repeated_strings(values: Sequence[str | None], counts: Sequence[int]) -> pa.
         if not e or not c:
             continue
         size = len(e) * int(c)
-        segment = data[at:at + size]
-        segment[:len(e)] = np.frombuffer(e, dtype=np.uint8)
-        filled = len(e)
-        while filled < size:  # one memcpy per doubling: each byte is written once
-            step = min(filled, size - filled)
-            segment[filled:filled + step] = segment[:step]
-            filled += step
+        if size <= _SMALL_RUN:
+            data[at:at + size] = np.frombuffer(e * int(c), dtype=np.uint8)
+        else:
+            segment = data[at:at + size]
+            segment[:len(e)] = np.frombuffer(e, dtype=np.uint8)
+            filled = len(e)
+            while filled < size:  # one memcpy per doubling: each byte is written once
+                step = min(filled, size - filled)
+                segment[filled:filled + step] = segment[:step]
+                filled += step
         at += size
     validity = None
     if None in values:

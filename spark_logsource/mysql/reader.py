@@ -72,6 +72,7 @@ from .payload import decode_payload_header, iter_payload_events, uncompress_payl
 from .query_event import decode_query
 from .rows_encode import EncodedRows, encode_rows_event
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
+from .tablemap import TableMap, decode_table_map
 
 __all__ = ["MAX_PENDING_ROWS", "BinlogReadOptions", "binlog_schema", "find_split_start", "iter_file_batches"]
 
@@ -79,6 +80,8 @@ log = logging.getLogger(__name__)
 
 #: Rows of one transaction buffered while waiting for its XID before the reader looks ahead instead.
 MAX_PENDING_ROWS = 50_000
+#: Distinct TABLE_MAP events kept decoded per file read (a schema has at most this many tables in use at once).
+TABLE_MAP_CACHE_SIZE = 1024
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _BEGIN_RE = re.compile(rb"^\s*(BEGIN|XA\s+(START|BEGIN))\b", re.IGNORECASE)
 _END_RE = re.compile(rb"^\s*(COMMIT|ROLLBACK)\s*$", re.IGNORECASE)
@@ -339,6 +342,7 @@ class _FileReader:
         self.mode = options.common.mode
         self.events_view = options.view == "events"
         self.include_query = options.include_query
+        self._table_map_cache: dict[bytes, TableMap] = {}
         self.filters = _Filters(options, predicates)
         self.out = _Output(path, options, predicates)
         fde = bf.fde
@@ -382,10 +386,17 @@ class _FileReader:
                             offset=ev.pos + HEADER_LEN, post_header_len=self.query_post_header,
                             max_uncompressed=self.options.max_uncompressed)
 
-    def _decode_table_map(self, ev: BinlogEvent) -> Any:
-        from .tablemap import decode_table_map
-
-        return decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
+    def _decode_table_map(self, ev: BinlogEvent) -> TableMap:
+        """The TABLE_MAP of ``ev``; every statement logs one, mostly the same bytes as the last time for that table,
+        so decoded maps (and the row plans cached on them) are kept by their event bytes."""
+        key = bytes(ev.body)
+        table_map = self._table_map_cache.get(key)
+        if table_map is None:
+            table_map = decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
+            if len(self._table_map_cache) >= TABLE_MAP_CACHE_SIZE:
+                self._table_map_cache.clear()
+            self._table_map_cache[key] = table_map
+        return table_map
 
     def _encode_rows(self, ev: BinlogEvent) -> EncodedRows:
         return encode_rows_event(ev.type_code, ev.body, post_header_len=self.bf.fde.post_header_len(ev.type_code, 10),
