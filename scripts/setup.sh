@@ -31,6 +31,7 @@ fi
   -e ".[spark,cli,test,bench]"
 .venv/bin/python - <<'PY'
 import importlib.util, sys
-ok = importlib.util.find_spec("spark_logsource.tarantool._kernel") is not None
-print(f"setup: compiled Tarantool kernel {'built' if ok else 'NOT built (pure Python fallback)'}", file=sys.stderr)
+for name in ("spark_logsource.tarantool._kernel", "spark_logsource.mysql._kernel"):
+    built = importlib.util.find_spec(name) is not None
+    print(f"setup: {name} {'built' if built else 'NOT built (pure Python fallback)'}", file=sys.stderr)
 PY
