@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import pytest
 
+import spark_logsource
 from spark_logsource.readers.base import LogReader, PushdownLogReader
 
 FIXTURES = "tarantool/test"
@@ -121,3 +122,31 @@ def test_small_partitions_read_the_same_rows(spark, shared_fixtures) -> None:
     a = sorted(tuple(r) for r in whole.select(*key).collect())
     b = sorted(tuple(r) for r in split.select(*key).collect())
     assert a == b and len(a) > 100
+
+
+CRC_BAD = "tarantool/test/xlog/reader/crc.bad.xlog"
+
+
+def test_permissive_corrupt_rows_reach_spark_with_file_and_offset(spark, shared_fixtures) -> None:
+    """Through Spark: one corrupt-record row per bad block, every good row kept (same as the Arrow API)."""
+    path = str(shared_fixtures / CRC_BAD)
+    df = spark.read.format("tarantool-xlog").load(path)
+    bad = df.where("_corrupt_record IS NOT NULL").select("file", "offset", "lsn", "_corrupt_record").collect()
+    table = spark_logsource.read("tarantool-xlog", path)
+    corrupt = [(o, m) for o, m in zip(table.column("offset").to_pylist(), table.column("_corrupt_record").to_pylist(),
+                                      strict=True) if m is not None]
+    assert [(r.offset, r._corrupt_record) for r in bad] == corrupt and corrupt
+    assert all(r.file == path and r.lsn is None and f"at byte {r.offset}" in r._corrupt_record for r in bad)
+    assert df.where("_corrupt_record IS NULL").count() == table.num_rows - len(corrupt) > 0
+    dropped = spark.read.format("tarantool-xlog").option("mode", "DROPMALFORMED").load(path)
+    assert "_corrupt_record" not in dropped.columns
+    assert dropped.count() == table.num_rows - len(corrupt)
+
+
+def test_failfast_error_reaches_the_user_with_file_and_offset(spark, shared_fixtures) -> None:
+    path = str(shared_fixtures / CRC_BAD)
+    table = spark_logsource.read("tarantool-xlog", path)
+    first_bad = next(o for o, m in zip(table.column("offset").to_pylist(),
+                                       table.column("_corrupt_record").to_pylist(), strict=True) if m is not None)
+    with pytest.raises(Exception, match=rf"ChecksumError: {path} at byte {first_bad}: "):
+        spark.read.format("tarantool-xlog").option("mode", "FAILFAST").load(path).collect()
