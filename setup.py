@@ -16,7 +16,7 @@ kernels = [
     Extension(
         "spark_logsource.tarantool._kernel",
         sources=["spark_logsource/tarantool/_kernel.c"],
-        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource/tarantool").glob("_*.h"))],
+        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource").glob("[_t]*/_*.h"))],
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),

@@ -40,7 +40,8 @@
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
-#include "../tarantool/_buf.h"
+#include "../_native/_buf.h"
+#include "../_native/_encode.h"
 #include "../tarantool/_text.h" /* utf8_valid, u64_text, i64_text, put_float_repr, put_float_text, put_base64 */
 #pragma GCC diagnostic pop
 #include "_dates.h"
@@ -54,22 +55,6 @@ enum mk_charset { CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC };
 enum { OP_INSERT, OP_UPDATE, OP_DELETE };
 
 /* Variant header bytes (Spark common/variant/README.md): basic_type | type_id << 2. */
-#define VH_NULL 0x00
-#define VH_INT8 (3 << 2)
-#define VH_INT16 (4 << 2)
-#define VH_INT32 (5 << 2)
-#define VH_INT64 (6 << 2)
-#define VH_DOUBLE (7 << 2)
-#define VH_DECIMAL4 (8 << 2)
-#define VH_DECIMAL8 (9 << 2)
-#define VH_DECIMAL16 (10 << 2)
-#define VH_DATE (11 << 2)
-#define VH_TIMESTAMP (12 << 2)
-#define VH_TIMESTAMP_NTZ (13 << 2)
-#define VH_BINARY (15 << 2)
-#define VH_LONG_STR (16 << 2)
-#define VB_SHORT_STR 1
-#define VB_OBJECT 2
 
 #define MAX_DECIMAL_DIGITS 256 /* precision is one metadata byte */
 
@@ -204,26 +189,7 @@ static int put_ascii(ls_buf *b, const char *s, size_t n)
 
 static int var_int(ls_buf *b, int64_t v)
 {
-    if (ls_buf_reserve(b, 9))
-        return nomem();
-    uint8_t *d = b->data + b->len;
-    int size;
-    if (v >= -0x80 && v < 0x80) {
-        d[0] = VH_INT8;
-        size = 1;
-    } else if (v >= -0x8000 && v < 0x8000) {
-        d[0] = VH_INT16;
-        size = 2;
-    } else if (v >= -0x80000000LL && v < 0x80000000LL) {
-        d[0] = VH_INT32;
-        size = 4;
-    } else {
-        d[0] = VH_INT64;
-        size = 8;
-    }
-    ls_put_le(d + 1, (uint64_t)v, size);
-    b->len += 1 + (size_t)size;
-    return MK_OK;
+    return ls_variant_int(b, v) ? nomem() : MK_OK;
 }
 
 static int emit_int(mk_ctx *x, ls_buf *b, int64_t v)
@@ -274,38 +240,7 @@ static int emit_double(mk_ctx *x, ls_buf *b, double v)
 /* JSON string literal of valid UTF-8, escaped as json.encoder.encode_basestring does. */
 static int json_string(mk_ctx *x, ls_buf *b, const uint8_t *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    if (n > (LS_BUF_MAX - 2) / 6 || ls_buf_reserve(b, 6 * n + 2))
-        return nomem();
-    uint8_t *d = b->data + b->len;
-    *d++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') {
-            *d++ = ch;
-            x->nonascii |= ch >> 7;
-            continue;
-        }
-        *d++ = '\\';
-        switch (ch) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '\n': *d++ = 'n'; break;
-        case '\r': *d++ = 'r'; break;
-        case '\t': *d++ = 't'; break;
-        case '\b': *d++ = 'b'; break;
-        case '\f': *d++ = 'f'; break;
-        default:
-            *d++ = 'u';
-            *d++ = '0';
-            *d++ = '0';
-            *d++ = (uint8_t)hex[ch >> 4];
-            *d++ = (uint8_t)hex[ch & 15];
-        }
-    }
-    *d++ = '"';
-    b->len = (size_t)(d - b->data);
-    return MK_OK;
+    return ls_json_str(b, s, n, &x->nonascii) ? nomem() : MK_OK;
 }
 
 /* A str value given as valid UTF-8. */
@@ -313,22 +248,10 @@ static int emit_str(mk_ctx *x, ls_buf *b, const uint8_t *s, size_t n)
 {
     if (x->json)
         return json_string(x, b, s, n);
-    if (n > 0xffffffffULL)
+    int rc = ls_variant_str(b, s, n);
+    if (rc > 0)
         return PyErr_Format(PyExc_OverflowError, "string of %zu bytes is too long for a variant"), MK_ERR;
-    if (ls_buf_reserve(b, n + 5))
-        return nomem();
-    uint8_t *d = b->data + b->len;
-    if (n < 64) {
-        *d++ = (uint8_t)((n << 2) | VB_SHORT_STR);
-    } else {
-        *d++ = VH_LONG_STR;
-        ls_put_le(d, n, 4);
-        d += 4;
-    }
-    if (n)
-        memcpy(d, s, n);
-    b->len = (size_t)(d - b->data) + n;
-    return MK_OK;
+    return rc ? nomem() : MK_OK;
 }
 
 /* A bytes value: variant binary, or a JSON string of its base64. */

@@ -9,46 +9,13 @@
 #ifndef SPARK_LOGSOURCE_JSONW_H
 #define SPARK_LOGSOURCE_JSONW_H
 
+#include "../_native/_encode.h"
 #include "_text.h"
 
 /* JSON string literal of valid UTF-8 s[0..n). */
 static int json_put_string(tc_ctx *c, const uint8_t *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    ls_buf *b = &c->out;
-    /* Worst case every byte becomes \u00xx. */
-    if (n > (LS_BUF_MAX - 2) / 6 || ls_buf_reserve(b, 6 * n + 2))
-        return TC_NOMEM;
-    uint8_t *d = b->data + b->len;
-    *d++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = s[i];
-        if (ch >= 0x20 && ch != '"' && ch != '\\') {
-            *d++ = ch;
-            if (ch >= 0x80)
-                c->nonascii = 1;
-            continue;
-        }
-        *d++ = '\\';
-        switch (ch) {
-        case '"': *d++ = '"'; break;
-        case '\\': *d++ = '\\'; break;
-        case '\n': *d++ = 'n'; break;
-        case '\r': *d++ = 'r'; break;
-        case '\t': *d++ = 't'; break;
-        case '\b': *d++ = 'b'; break;
-        case '\f': *d++ = 'f'; break;
-        default:
-            *d++ = 'u';
-            *d++ = '0';
-            *d++ = '0';
-            *d++ = (uint8_t)hex[ch >> 4];
-            *d++ = (uint8_t)hex[ch & 15];
-        }
-    }
-    *d++ = '"';
-    b->len = (size_t)(d - b->data);
-    return TC_OK;
+    return ls_json_str(&c->out, s, n, &c->nonascii) ? TC_NOMEM : TC_OK;
 }
 
 static int json_value(tc_ctx *c, mp_rd *r, int depth);

@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "_buf.h"
+#include "../_native/_buf.h"
 #include "_msgpack.h"
 #include "_text.h"
 #include "_variant.h"

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "_buf.h"
+#include "../_native/_buf.h"
 #include "_msgpack.h"
 
 /* Results of a transcoder: done, or "hand this whole value to the Python path", or out of memory. */

@@ -14,26 +14,8 @@
 #ifndef SPARK_LOGSOURCE_VARIANT_H
 #define SPARK_LOGSOURCE_VARIANT_H
 
+#include "../_native/_encode.h"
 #include "_text.h"
-
-/* Variant header bytes (basic_type | value_header << 2). */
-#define VH_NULL 0x00
-#define VH_TRUE 0x04
-#define VH_FALSE 0x08
-#define VH_INT8 (3 << 2)
-#define VH_INT16 (4 << 2)
-#define VH_INT32 (5 << 2)
-#define VH_INT64 (6 << 2)
-#define VH_DOUBLE (7 << 2)
-#define VH_DECIMAL4 (8 << 2)
-#define VH_DECIMAL8 (9 << 2)
-#define VH_DECIMAL16 (10 << 2)
-#define VH_TIMESTAMP (12 << 2)
-#define VH_BINARY (15 << 2)
-#define VH_LONG_STR (16 << 2)
-#define VB_SHORT_STR 1
-#define VB_OBJECT 2
-#define VB_ARRAY 3
 
 /* Smallest of 1/2/3/4 bytes holding `v`; 0 when it needs more than 4 (the Python path raises then). */
 static inline int var_size_of(uint64_t v)
@@ -135,51 +117,6 @@ static int var_build_metadata(tc_ctx *c)
     }
     ls_put_le(m + 1 + (size_t)os * (count + 1), off, os);
     c->meta.len = head + total;
-    return TC_OK;
-}
-
-static int var_put_int(ls_buf *b, int64_t v)
-{
-    if (ls_buf_reserve(b, 9))
-        return TC_NOMEM;
-    uint8_t *d = b->data + b->len;
-    int size;
-    if (v >= -0x80 && v < 0x80) {
-        d[0] = VH_INT8;
-        size = 1;
-    } else if (v >= -0x8000 && v < 0x8000) {
-        d[0] = VH_INT16;
-        size = 2;
-    } else if (v >= -0x80000000LL && v < 0x80000000LL) {
-        d[0] = VH_INT32;
-        size = 4;
-    } else {
-        d[0] = VH_INT64;
-        size = 8;
-    }
-    ls_put_le(d + 1, (uint64_t)v, size);
-    b->len += 1 + (size_t)size;
-    return TC_OK;
-}
-
-/* Header + bytes of a string (short below 64 bytes, else long string with a u32 length). */
-static int var_put_str(ls_buf *b, const uint8_t *s, size_t n)
-{
-    if (n > 0xffffffffULL)
-        return TC_FALLBACK;
-    if (ls_buf_reserve(b, n + 5))
-        return TC_NOMEM;
-    uint8_t *d = b->data + b->len;
-    if (n < 64) {
-        *d++ = (uint8_t)((n << 2) | VB_SHORT_STR);
-    } else {
-        *d++ = VH_LONG_STR;
-        ls_put_le(d, n, 4);
-        d += 4;
-    }
-    if (n)
-        memcpy(d, s, n);
-    b->len = (size_t)(d - b->data) + n;
     return TC_OK;
 }
 
@@ -319,10 +256,10 @@ static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos)
     case MPK_FALSE:
         return ls_buf_byte(&c->out, VH_FALSE) ? TC_NOMEM : TC_OK;
     case MPK_INT:
-        return var_put_int(&c->out, it.v.i);
+        return ls_variant_int(&c->out, it.v.i);
     case MPK_UINT:
         if (it.v.u <= (uint64_t)INT64_MAX)
-            return var_put_int(&c->out, (int64_t)it.v.u);
+            return ls_variant_int(&c->out, (int64_t)it.v.u);
         if (ls_buf_reserve(&c->out, 18))
             return TC_NOMEM;
         c->out.data[c->out.len] = VH_DECIMAL16;
@@ -340,7 +277,7 @@ static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos)
         return TC_OK;
     }
     case MPK_STR:
-        return var_put_str(&c->out, it.data, it.n);
+        return ls_variant_str(&c->out, it.data, it.n);
     case MPK_BIN:
         if (ls_buf_byte(&c->out, VH_BINARY) || ls_buf_le(&c->out, it.n, 4) || ls_buf_put(&c->out, it.data, it.n))
             return TC_NOMEM;
@@ -354,7 +291,7 @@ static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos)
             uint8_t text[36];
             ls_buf t = {text, 0, sizeof text};
             put_uuid_text(&t, it.data);
-            return var_put_str(&c->out, text, 36);
+            return ls_variant_str(&c->out, text, 36);
         }
         return TC_FALLBACK;
     default:

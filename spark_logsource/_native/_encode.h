@@ -1,0 +1,126 @@
+/*
+ * Primitives shared by the compiled kernels (tarantool/_kernel.c, mysql/_kernel.c): Spark Variant headers,
+ * Variant integers and strings, and JSON string literals, written exactly as spark_logsource.variant and
+ * spark_logsource.jsontext write them (their docstrings hold the canonical rules).
+ *
+ * Variant layout: Apache Spark common/variant/README.md (= Parquet VariantEncoding.md). A value header byte is
+ * basic_type | value_header << 2; primitives carry their type id in value_header.
+ * Return codes: 0 = written, -1 = out of memory (or over the buffer cap), 1 = the value cannot be written here
+ * (a string longer than a Variant's u32 length).
+ */
+#ifndef SPARK_LOGSOURCE_ENCODE_H
+#define SPARK_LOGSOURCE_ENCODE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "_buf.h"
+
+#define VH_NULL 0x00
+#define VH_TRUE 0x04
+#define VH_FALSE 0x08
+#define VH_INT8 (3 << 2)
+#define VH_INT16 (4 << 2)
+#define VH_INT32 (5 << 2)
+#define VH_INT64 (6 << 2)
+#define VH_DOUBLE (7 << 2)
+#define VH_DECIMAL4 (8 << 2)
+#define VH_DECIMAL8 (9 << 2)
+#define VH_DECIMAL16 (10 << 2)
+#define VH_DATE (11 << 2)
+#define VH_TIMESTAMP (12 << 2)
+#define VH_TIMESTAMP_NTZ (13 << 2)
+#define VH_BINARY (15 << 2)
+#define VH_LONG_STR (16 << 2)
+#define VB_SHORT_STR 1
+#define VB_OBJECT 2
+#define VB_ARRAY 3
+
+/* A Variant integer in the smallest of int8/16/32/64 that holds v. */
+static int ls_variant_int(ls_buf *b, int64_t v)
+{
+    if (ls_buf_reserve(b, 9))
+        return -1;
+    uint8_t *d = b->data + b->len;
+    int size;
+    if (v >= -0x80 && v < 0x80) {
+        d[0] = VH_INT8;
+        size = 1;
+    } else if (v >= -0x8000 && v < 0x8000) {
+        d[0] = VH_INT16;
+        size = 2;
+    } else if (v >= -0x80000000LL && v < 0x80000000LL) {
+        d[0] = VH_INT32;
+        size = 4;
+    } else {
+        d[0] = VH_INT64;
+        size = 8;
+    }
+    ls_put_le(d + 1, (uint64_t)v, size);
+    b->len += 1 + (size_t)size;
+    return 0;
+}
+
+/* A Variant string of UTF-8 s[0..n): short string below 64 bytes, else long string with a u32 length. */
+static int ls_variant_str(ls_buf *b, const uint8_t *s, size_t n)
+{
+    if (n > 0xffffffffULL)
+        return 1;
+    if (ls_buf_reserve(b, n + 5))
+        return -1;
+    uint8_t *d = b->data + b->len;
+    if (n < 64) {
+        *d++ = (uint8_t)((n << 2) | VB_SHORT_STR);
+    } else {
+        *d++ = VH_LONG_STR;
+        ls_put_le(d, n, 4);
+        d += 4;
+    }
+    if (n)
+        memcpy(d, s, n);
+    b->len = (size_t)(d - b->data) + n;
+    return 0;
+}
+
+/* A JSON string literal of valid UTF-8 s[0..n), escaped as json.encoder.encode_basestring does (\" \\ \n \r \t
+ * \b \f, other controls as \u00xx, everything else kept); sets *nonascii when a byte is >= 0x80. */
+static int ls_json_str(ls_buf *b, const uint8_t *s, size_t n, int *nonascii)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (n > (LS_BUF_MAX - 2) / 6 || ls_buf_reserve(b, 6 * n + 2)) /* worst case: every byte becomes \u00xx */
+        return -1;
+    uint8_t *d = b->data + b->len;
+    uint8_t high = 0;
+    *d++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = s[i];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') {
+            *d++ = ch;
+            high |= ch;
+            continue;
+        }
+        *d++ = '\\';
+        switch (ch) {
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        default:
+            *d++ = 'u';
+            *d++ = '0';
+            *d++ = '0';
+            *d++ = (uint8_t)hex[ch >> 4];
+            *d++ = (uint8_t)hex[ch & 15];
+        }
+    }
+    *d++ = '"';
+    b->len = (size_t)(d - b->data);
+    if (high & 0x80)
+        *nonascii = 1;
+    return 0;
+}
+
+#endif
