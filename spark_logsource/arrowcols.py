@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_logsource.variant import EMPTY_METADATA, encode_variant
 
@@ -54,21 +55,17 @@ def variant_array(values: Sequence[bytes | None], metadatas: Sequence[bytes | No
     """
     if len(values) != len(metadatas):
         raise ValueError(f"{len(values)} values but {len(metadatas)} metadatas")
-    if None in values:
-        mask = pa.array([value is None for value in values], pa.bool_())
-        value_children = [b"" if value is None else value for value in values]
-        metadata_children = [
-            b"" if value is None or metadata is None else metadata
-            for value, metadata in zip(values, metadatas, strict=True)
-        ]
-    else:
-        mask = None
-        value_children = list(values)
-        metadata_children = list(metadatas)
-        if None in metadata_children:
-            raise ValueError("a non-null variant value has no metadata")
-    children = [pa.array(value_children, pa.binary()), pa.array(metadata_children, pa.binary())]
-    return pa.StructArray.from_arrays(children, fields=list(_VARIANT_CHILDREN), mask=mask)
+    value_array = pa.array(values, pa.binary())
+    metadata_array = pa.array(metadatas, pa.binary())
+    mask = None
+    if value_array.null_count:
+        mask = value_array.is_null()
+        # the children of a null row hold empty bytes, so that they stay non-null as Spark's variant wants
+        value_array = value_array.fill_null(b"")
+        metadata_array = pc.if_else(mask, b"", metadata_array).fill_null(b"")
+    elif metadata_array.null_count:
+        raise ValueError("a non-null variant value has no metadata")
+    return pa.StructArray.from_arrays([value_array, metadata_array], fields=list(_VARIANT_CHILDREN), mask=mask)
 
 
 def variant_array_from_python(objs: Sequence[Any], present: Sequence[bool] | None = None) -> pa.StructArray:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
 import decimal
 import json
@@ -19,8 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import LogSourceError
-from spark_logsource.fs import list_files, locate
+from spark_logsource.errors import LogSourceError, OptionError
+from spark_logsource.fs import list_files, open_input
+from spark_logsource.jsontext import datetime_text
 from spark_logsource.source import format_class
 
 log = logging.getLogger("spark_logsource.cli")
@@ -36,8 +38,7 @@ def detect_format(paths: Sequence[str]) -> str:
             name = entry.uri.split("?", 1)[0]
             if name.endswith((".xlog", ".snap", ".vylog", ".inprogress")):
                 return "tarantool-xlog"
-            loc = locate(entry.uri)
-            with loc.fs.open_input_file(loc.inner) as f:
+            with open_input(entry.uri) as f:
                 head = f.read(5)
             if head.startswith(TARANTOOL_MAGICS):
                 return "tarantool-xlog"
@@ -47,7 +48,12 @@ def detect_format(paths: Sequence[str]) -> str:
 
 
 def _cat_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
-    options: dict[str, Any] = dict(kv.split("=", 1) for kv in args.option)
+    options: dict[str, Any] = {}
+    for kv in args.option:
+        name, sep, value = kv.partition("=")
+        if not sep or not name:
+            raise OptionError("--option", f"expected NAME=VALUE, got {kv!r}")
+        options[name] = value
     if fmt == "tarantool-xlog":
         options["tupleFormat"] = "json"
         pairs = {"spaceId": args.space, "replicaId": args.replica, "types": args.types}
@@ -69,17 +75,27 @@ def _cat_options(args: argparse.Namespace, fmt: str) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    """A scalar column's value as JSON / YAML data, rendered as the JSON-text columns render theirs."""
     if isinstance(value, dt.datetime):
-        return value.isoformat().replace("+00:00", "Z")
+        return datetime_text(value)
     if isinstance(value, bytes):
-        return value.hex()
+        return base64.b64encode(value).decode("ascii")
     if isinstance(value, decimal.Decimal):
         return str(value)
     return value
 
 
+def json_line(row: dict[str, Any], json_columns: frozenset[str]) -> str:
+    """One JSON object; the JSON-text columns are written as the reader made them (never re-encoded)."""
+    parts = []
+    for key, value in row.items():
+        text = value if key in json_columns and value is not None else json.dumps(_plain(value), ensure_ascii=False)
+        parts.append(f"{json.dumps(key)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
 def iter_records(batches: Iterator[pa.RecordBatch], json_columns: frozenset[str]) -> Iterator[dict[str, Any]]:
-    """Rows as plain dicts; the JSON-text columns are parsed so they nest in the output."""
+    """Rows as plain dicts; the JSON-text columns are parsed so they nest in the output (YAML)."""
     for batch in batches:
         for row in batch.to_pylist():
             yield {k: (json.loads(v) if k in json_columns and v is not None else _plain(v)) for k, v in row.items()}
@@ -96,22 +112,20 @@ def cmd_cat(args: argparse.Namespace) -> int:
     total = sum(f.size for f in files)
     bar = _progress(total, args.progress)
     out = sys.stdout
-    done_bytes = 0
     try:
         for split in splits:
-            batches = source.read_split(split)
-            for record in iter_records(batches, json_columns):
-                if args.format == "yaml":
-                    import yaml
+            if args.format == "yaml":
+                import yaml
 
+                for record in iter_records(source.read_split(split), json_columns):
                     out.write(yaml.safe_dump(record, explicit_start=True, sort_keys=False, allow_unicode=True))
-                else:
-                    out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-                    out.write("\n")
-            end = split.end if split.end is not None else split.file_size
+            else:
+                for batch in source.read_split(split):
+                    for row in batch.to_pylist():
+                        out.write(json_line(row, json_columns))
+                        out.write("\n")
             if bar is not None:
-                bar.update(end - split.start)
-            done_bytes += end - split.start
+                bar.update((split.end if split.end is not None else split.file_size) - split.start)
     except BrokenPipeError:  # `spark-logsource cat ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -93,14 +93,21 @@ def predicate_mask(batch: pa.RecordBatch, predicate: Predicate) -> pa.Array:
     return pc.fill_null(mask, False)
 
 
-def apply_predicates(batch: pa.RecordBatch, predicates: Sequence[Predicate]) -> pa.RecordBatch:
-    """Rows of ``batch`` for which every predicate is true (all of them, exactly)."""
+def apply_predicates(batch: pa.RecordBatch, predicates: Sequence[Predicate],
+                     keep_rows_with: str | None = None) -> pa.RecordBatch:
+    """Rows of ``batch`` for which every predicate is true (all of them, exactly).
+
+    ``keep_rows_with``: a column whose non-null rows are kept whatever the predicates say (the corrupt-record
+    column, for filters given as reader options).
+    """
     if not predicates or len(batch) == 0:
         return batch
     mask = None
     for predicate in predicates:
         m = predicate_mask(batch, predicate)
         mask = m if mask is None else pc.and_(mask, m)
+    if keep_rows_with is not None and mask is not None:
+        mask = pc.or_(mask, pc.is_valid(batch.column(keep_rows_with)))
     if mask is None or pc.all(mask).as_py():
         return batch
     return batch.filter(mask)

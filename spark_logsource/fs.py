@@ -126,7 +126,8 @@ def list_files(
     """Expand ``paths`` into the files to read, sorted by URI and without duplicates.
 
     A file named explicitly is always read (``glob_filter`` still applies, as in Spark); files found by listing a
-    directory are kept when ``accept_name(basename)`` says so, and hidden files (``.x``, ``_x``) are left out.
+    directory or matching a glob are kept when ``accept_name(basename)`` says so, and hidden files (``.x``,
+    ``_x``) found in directories are left out.
     Directories are listed one level deep unless ``recursive``. A path that matches nothing raises
     :class:`PathNotFoundError`.
     """
@@ -175,7 +176,7 @@ def _expand_glob(path: str, loc: Location, *, accept_name: Callable[[str], bool]
         FileEntry(loc.uri_of(child.path), child.size)
         for child in children
         if child.type == pafs.FileType.File and fnmatch.fnmatchcase(child.path, pattern)
-        and child.path.count("/") == pattern.count("/")
+        and child.path.count("/") == pattern.count("/") and accept_name(child.base_name)
     ]
     if not out:
         raise PathNotFoundError(f"no file matches {path}")

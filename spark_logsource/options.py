@@ -94,7 +94,8 @@ class OptionMap:
             return False
         raise OptionError(name, f"expected true or false, got {value!r}")
 
-    def integer(self, name: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def integer(self, name: str, default: int | None = None, *, minimum: int | None = None,
+                maximum: int | None = None) -> int | None:
         value = self.raw(name)
         if value is None:
             return default
@@ -106,6 +107,8 @@ class OptionMap:
             raise OptionError(name, f"expected an integer, got {value!r}")
         if minimum is not None and number < minimum:
             raise OptionError(name, f"must be at least {minimum}, got {number}")
+        if maximum is not None and number > maximum:
+            raise OptionError(name, f"must be at most {maximum}, got {number}")
         return number
 
     def size(self, name: str, default: int) -> int:
@@ -124,8 +127,8 @@ class OptionMap:
             raise OptionError(name, f"must be positive, got {value!r}")
         return number
 
-    def int_list(self, name: str) -> list[int] | None:
-        """A comma list of integers (``"512,513"``), or a Python list of ints."""
+    def int_list(self, name: str, *, minimum: int | None = None, maximum: int | None = None) -> list[int] | None:
+        """A comma list of integers (``"512,513"``), or a Python list of ints, each in [minimum, maximum]."""
         value = self.raw(name)
         if value is None:
             return None
@@ -141,6 +144,9 @@ class OptionMap:
                 raise OptionError(name, f"expected a comma list of integers, got {value!r}") from None
         if not out:
             raise OptionError(name, "the list is empty")
+        for number in out:
+            if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+                raise OptionError(name, f"{number} is outside [{minimum}, {maximum}]")
         return out
 
     def str_list(self, name: str) -> list[str] | None:

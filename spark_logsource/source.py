@@ -59,6 +59,9 @@ class LogFormat(abc.ABC):
         self.common: CommonOptions = opts.common()
         self._parse_options(opts)
         opts.check_all_used(self.extra_allowed_options())
+        corrupt = self.common.corrupt_column_or_none
+        if corrupt is not None and self.schema().get_field_index(corrupt) != len(self.schema()) - 1:
+            raise OptionError("columnNameOfCorruptRecord", f"{corrupt!r} is already a column of {self.name}")
 
     # --- to implement -------------------------------------------------------------------------------------------
     @abc.abstractmethod

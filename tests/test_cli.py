@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,21 @@ def test_sql_main_job_on_shipped_samples() -> None:
         if ftype == "XLOG":
             want[kind] = want.get(kind, 0) + 1
     assert got == want and sum(got.values()) > 0
+
+
+def test_cat_output_is_valid_utf8_json_even_for_invalid_utf8_strings(tarantool_workloads) -> None:
+    """The types workload stores an MP_STR that is not valid UTF-8 (Tarantool does not check)."""
+    directory = str(tarantool_workloads["types"].directory)
+    out = subprocess.run([sys.executable, "-m", "spark_logsource.cli", "cat", directory, "--space", "512"],
+                         capture_output=True, timeout=300, env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-2000:]
+    lines = out.stdout.decode("utf-8").splitlines()  # strict: raises on invalid UTF-8
+    rows = [json.loads(line) for line in lines]
+    assert len(rows) == spark_logsource.read("tarantool-xlog", directory, spaceId=512).num_rows > 0
+    assert any("\udcff" in json.dumps(r["tuple"], ensure_ascii=False) or "\\udc" in line
+               for r, line in zip(rows, lines, strict=True)), "the invalid string survives as a JSON escape"
+
+
+def test_cat_rejects_an_option_without_a_value(capsys, tarantool_workloads) -> None:
+    assert main(["cat", str(tarantool_workloads["dml"].directory), "--option", "batchSize"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err

@@ -141,6 +141,17 @@ def inflate_gzip(stream: Any, path: str, max_size: int) -> tuple[bytes, CorruptD
     return bytes(out), None
 
 
+def is_gzip(source: Any, path: str) -> bool:
+    """Whether the binlog is gzipped: by its magic bytes (``1f 8b``) or, as mysqlbinlog users name them, ``.gz``.
+
+    Leaves ``source`` at offset 0.
+    """
+    source.seek(0)
+    head = bytes(source.read(2))
+    source.seek(0)
+    return head == _GZIP_MAGIC or path.split("?", 1)[0].endswith(".gz")
+
+
 class BinlogFile:
     """An opened binlog: its FDE and an event walk from any offset.
 
@@ -157,19 +168,21 @@ class BinlogFile:
         self._owned = None
         if source is None:
             source = self._owned = open(path, "rb")  # noqa: SIM115 - closed in close()
-        if isinstance(source, bytes | bytearray | memoryview):
-            source = io.BytesIO(bytes(source))
-        source.seek(0)
-        head = bytes(source.read(2))
-        self.is_gzip = head == _GZIP_MAGIC or path.split("?", 1)[0].endswith(".gz")
-        if self.is_gzip:
-            data, self.gzip_error = inflate_gzip(source, path, max_gz_size)
-            source = io.BytesIO(data)
-            if self.gzip_error is not None:
-                log.warning("%s", self.gzip_error)
-        self.size = _stream_size(source)
-        self._window = _Window(source, self.size)
-        self.fde: FormatDescription = self._read_head()
+        try:
+            if isinstance(source, bytes | bytearray | memoryview):
+                source = io.BytesIO(bytes(source))
+            self.is_gzip = is_gzip(source, path)
+            if self.is_gzip:
+                data, self.gzip_error = inflate_gzip(source, path, max_gz_size)
+                source = io.BytesIO(data)
+                if self.gzip_error is not None:
+                    log.warning("%s", self.gzip_error)
+            self.size = _stream_size(source)
+            self._window = _Window(source, self.size)
+            self.fde: FormatDescription = self._read_head()
+        except BaseException:
+            self.close()
+            raise
         self.first_event_pos = 4 + self.fde.size
         self.crc_len = CRC_LEN if self.fde.has_checksums else 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import difflib
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -23,6 +24,8 @@ import pyarrow as pa
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
 from spark_logsource.fs import FileEntry, display_name, list_files, locate, open_input
+from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
+from spark_logsource.mysql.events import is_gzip
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.options import OptionMap
 from spark_logsource.source import LogFormat, Split, register_format
@@ -34,6 +37,23 @@ ROW_FORMATS = ("variant", "json")
 OPS = ("insert", "update", "delete")
 BINLOG_MAGIC = b"\xfebin"
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _event_types(opts: OptionMap) -> tuple[str, ...] | None:
+    """``eventTypes``: names as the ``event_type`` column spells them (``WRITE_ROWS_V2``; ``_EVENT`` optional)."""
+    names = opts.str_list("eventTypes")
+    if not names:
+        return None
+    known = set(EVENT_TYPE_NAMES.values())
+    out = []
+    for name in names:
+        canonical = name.strip().upper().removesuffix("_EVENT")
+        if canonical not in known:
+            close = difflib.get_close_matches(canonical, sorted(known), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise OptionError("eventTypes", f"unknown event type {name!r}{hint}")
+        out.append(canonical)
+    return tuple(out)
 
 
 def _parse_datetime(opts: OptionMap, name: str) -> dt.datetime | None:
@@ -80,7 +100,7 @@ class MysqlBinlogFormat(LogFormat):
             databases=tuple(databases) if databases else None,
             tables=tuple(tables) if tables else None,
             ops=tuple(o.lower() for o in ops) if ops else None,
-            event_types=tuple(e.upper() for e in opts.str_list("eventTypes") or ()) or None,
+            event_types=_event_types(opts),
             include_query=opts.boolean("includeQuery", True),
         )
 
@@ -114,7 +134,7 @@ class MysqlBinlogFormat(LogFormat):
                 hints.append(("start_position", self.start_position))
             if i == last and self.stop_position is not None:
                 hints.append(("stop_position", self.stop_position))
-            if entry.uri.split("?", 1)[0].endswith(".gz"):
+            if _is_gzipped(entry.uri):
                 file_splits = [Split(entry.uri, 0, None, entry.size)]  # gzip: read whole, one task
             else:
                 file_splits = super().plan([entry], predicates)
@@ -128,6 +148,16 @@ class MysqlBinlogFormat(LogFormat):
             yield from iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
                                          options=options,
                                          predicates=predicates)
+
+
+def _is_gzipped(uri: str) -> bool:
+    if uri.split("?", 1)[0].endswith(".gz"):
+        return True
+    try:
+        with open_input(uri) as f:
+            return is_gzip(f, uri)
+    except OSError:
+        return False  # the read reports it
 
 
 def _looks_like_binlog(uri: str) -> bool:

@@ -23,7 +23,7 @@ import struct
 from datetime import date, datetime
 from typing import Any
 
-from ..errors import TruncatedDataError
+from ..errors import CorruptDataError
 from .packed import read_packed_int
 
 __all__ = ["JsonDecodeError", "decode_json_diffs", "decode_jsonb"]
@@ -229,6 +229,6 @@ def decode_json_diffs(raw: bytes) -> list[dict[str, Any]]:
                 value = decode_jsonb(raw[pos:pos + value_len])
                 pos += value_len
             diffs.append({"op": op, "path": path, "value": value})
-    except (IndexError, struct.error, TruncatedDataError) as exc:
+    except (IndexError, struct.error, CorruptDataError) as exc:  # TruncatedDataError is one too
         raise JsonDecodeError(pos, f"diff cut short ({exc})") from None
     return diffs

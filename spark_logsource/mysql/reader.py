@@ -66,7 +66,7 @@ from ..variant import encode_variant
 from . import event_types as et
 from .compression import DEFAULT_MAX_UNCOMPRESSED
 from .event_bodies import decode_event_body
-from .events import BinlogEvent, BinlogFile, FramingError
+from .events import BinlogEvent, BinlogFile, FramingError, is_gzip
 from .header import HEADER_LEN
 from .payload import decode_payload_header, iter_payload_events, uncompress_payload
 from .query_event import decode_query
@@ -82,6 +82,10 @@ log = logging.getLogger(__name__)
 MAX_PENDING_ROWS = 50_000
 #: Distinct TABLE_MAP events kept decoded per file read (a schema has at most this many tables in use at once).
 TABLE_MAP_CACHE_SIZE = 1024
+#: String and binary bytes in one output batch at most (Arrow's string and binary columns hold < 2 GiB).
+MAX_BATCH_BYTES = 256 << 20
+#: Encoded bytes of one transaction buffered while waiting for its XID before the reader looks ahead instead.
+MAX_PENDING_BYTES = 64 << 20
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _BEGIN_RE = re.compile(rb"^\s*(BEGIN|XA\s+(START|BEGIN))\b", re.IGNORECASE)
 _END_RE = re.compile(rb"^\s*(COMMIT|ROLLBACK)\s*$", re.IGNORECASE)
@@ -189,20 +193,46 @@ class _Chunk:
     """Rows that share every column but the per-row ones: one rows event's changes, or one single row.
 
     ``values[i]`` is the value of column ``i`` for every row of the chunk, except for the per-row columns:
-    ``row_index`` (0..n-1) and the variant columns, whose encoded cells are in ``encoded[i]`` — a list of JSON
-    texts (rowFormat json) or a ``(values, metadatas)`` pair of lists (variant; a None value is SQL NULL).
+    ``row_index`` (``first_row`` .. ``first_row + n - 1``) and the variant columns, whose encoded cells are in
+    ``encoded[i]`` — a list of JSON texts (rowFormat json) or a ``(values, metadatas)`` pair of lists (variant; a
+    None value is SQL NULL).
     """
 
-    __slots__ = ("encoded", "n", "values")
+    __slots__ = ("encoded", "first_row", "n", "size", "values")
 
-    def __init__(self, values: list[Any], n: int, encoded: dict[int, Any]) -> None:
+    def __init__(self, values: list[Any], n: int, encoded: dict[int, Any], json: bool, first_row: int = 0) -> None:
         self.values = values
         self.n = n
         self.encoded = encoded
+        self.first_row = first_row
+        # string and binary bytes the chunk puts into a batch (what Arrow's 2 GiB per column limit counts)
+        size = n * sum(len(v) for v in values if isinstance(v, str))
+        for cells in encoded.values():
+            for column in ((cells,) if json else cells):
+                size += sum(map(len, filter(None, column)))
+        self.size = size
+
+    def row_bytes(self, json: bool) -> list[int]:
+        """Bytes each row puts into the batch's string and binary columns (what the 2 GiB Arrow limit counts)."""
+        fixed = sum(len(v) for v in self.values if isinstance(v, str))
+        sizes = [fixed] * self.n
+        for cells in self.encoded.values():
+            column = cells if json else cells[0]
+            for r, cell in enumerate(column):
+                if cell is not None:
+                    sizes[r] += len(cell)
+        return sizes
+
+    def rows(self, lo: int, hi: int, json: bool) -> _Chunk:
+        """The chunk of rows ``lo`` .. ``hi - 1``."""
+        encoded = {i: (cells[lo:hi] if json else (cells[0][lo:hi], cells[1][lo:hi]))
+                   for i, cells in self.encoded.items()}
+        return _Chunk(self.values, hi - lo, encoded, json, self.first_row + lo)
 
 
 class _Output:
-    """Chunks of the view being built, turned into RecordBatches of at most ``batch_size`` rows."""
+    """Chunks of the view being built, turned into RecordBatches of at most ``batch_size`` rows and at most
+    :data:`MAX_BATCH_BYTES` of string and binary data (a statement repeated on thousands of rows, large BLOBs)."""
 
     def __init__(self, path: str, options: BinlogReadOptions, predicates: Sequence[Predicate]) -> None:
         self.path = path
@@ -219,6 +249,7 @@ class _Output:
         self.predicates = list(predicates)
         self.chunks: list[_Chunk] = []
         self.rows = 0
+        self.bytes = 0
 
     def add(self, row: tuple) -> None:
         """One row given cell by cell; variant cells are Python values (or ``_ABSENT`` for SQL NULL)."""
@@ -233,7 +264,7 @@ class _Output:
             else:
                 value, metadata = encode_variant(cell)
                 encoded[i] = ([value], [metadata])
-        self._append(_Chunk(values, 1, encoded))
+        self._append(_Chunk(values, 1, encoded, self.json))
 
     def add_corrupt(self, pos: int | None, next_pos: int | None, message: str) -> None:
         """One corrupt-record row (PERMISSIVE): file, pos, next_pos and the message; everything else null."""
@@ -246,34 +277,63 @@ class _Output:
 
     def add_changes(self, values: list[Any], rows: EncodedRows, before: int, after: int) -> None:
         """The rows of one rows event: ``values`` holds the shared columns, ``rows`` the encoded images."""
-        self._append(_Chunk(list(values), rows.n, {before: rows.before, after: rows.after}))
+        self._append(_Chunk(list(values), rows.n, {before: rows.before, after: rows.after}, self.json))
 
     def _append(self, chunk: _Chunk) -> None:
         if chunk.n:
             self.chunks.append(chunk)
             self.rows += chunk.n
+            self.bytes += chunk.size
 
     def full(self) -> bool:
-        return self.rows >= self.batch_size
+        return self.rows >= self.batch_size or self.bytes >= MAX_BATCH_BYTES
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        """Everything added so far, as batches of at most ``batch_size`` rows with the predicates applied."""
-        if not self.chunks:
-            return
-        chunks, self.chunks, self.rows = self.chunks, [], 0
+        """Everything added so far, as batches within the row and byte limits, with the predicates applied."""
+        chunks, self.chunks, self.rows, self.bytes = self.chunks, [], 0, 0
+        group: list[_Chunk] = []
+        rows = size = 0
+        for chunk in chunks:
+            if rows + chunk.n <= self.batch_size and size + chunk.size <= MAX_BATCH_BYTES:
+                group.append(chunk)
+                rows += chunk.n
+                size += chunk.size
+                continue
+            sizes = chunk.row_bytes(self.json)
+            lo = 0
+            while lo < chunk.n:
+                # as many of this chunk's rows as fit the current batch (at least one row per batch)
+                hi, taken = lo, 0
+                while hi < chunk.n and ((not group and hi == lo) or (
+                        rows + hi - lo < self.batch_size and size + taken + sizes[hi] <= MAX_BATCH_BYTES)):
+                    taken += sizes[hi]
+                    hi += 1
+                if hi == lo:  # the batch is full
+                    yield from self._build(group)
+                    group, rows, size = [], 0, 0
+                    continue
+                group.append(chunk if lo == 0 and hi == chunk.n else chunk.rows(lo, hi, self.json))
+                rows += hi - lo
+                size += taken
+                lo = hi
+        if group:
+            yield from self._build(group)
+
+    def _build(self, chunks: list[_Chunk]) -> Iterator[pa.RecordBatch]:
         arrays = [self._column(i, chunks) for i in range(len(self.columns))]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         if self.predicates:
             batch = apply_predicates(batch, self.predicates)
-        for offset in range(0, len(batch), self.batch_size):
-            yield batch.slice(offset, self.batch_size)
+        if len(batch):
+            yield batch
 
     def _column(self, i: int, chunks: list[_Chunk]) -> pa.Array:
         name, type_ = self.columns[i]
         if name == "file":
             return string_column(self.path, sum(c.n for c in chunks))
         if i == self.row_index_column:
-            return pa.array([r for c in chunks for r in range(c.n)], pa.int32())
+            return pa.array(np.concatenate([np.arange(c.first_row, c.first_row + c.n, dtype=np.int32)
+                                            for c in chunks]), pa.int32())
         if type_ is None:
             if self.json:
                 texts: list[str | None] = []
@@ -355,17 +415,19 @@ class _FileReader:
         self.gtid: str | None = None
         self.table_maps: dict[int, Any] = {}
         self.annotate: str | None = None
-        self.pending: list[tuple[list[Any], EncodedRows]] = []  # changes waiting for their XID
+        self.pending: list[tuple[list[Any], EncodedRows, int]] = []  # changes waiting for their XID
         self.pending_rows = 0
+        self.pending_bytes = 0
         self.known_xid: tuple[int | None] | None = None  # set by a look-ahead: (xid,) or (None,)
         self.after_gtid_statement = False
 
     def _flush_pending(self, xid: int | None) -> None:
-        for values, rows in self.pending:
+        for values, rows, _size in self.pending:
             values[_XID] = xid
             self.out.add_changes(values, rows, _BEFORE, _AFTER)
         self.pending = []
         self.pending_rows = 0
+        self.pending_bytes = 0
 
     def _end_transaction(self, xid: int | None) -> None:
         self._flush_pending(xid)
@@ -571,7 +633,9 @@ class _FileReader:
             return
         xid: int | None = None
         buffer = self.known_xid is None
-        if buffer and self.pending_rows + rows.n > MAX_PENDING_ROWS and ev.inner_index is None:
+        too_much = (self.pending_rows + rows.n > MAX_PENDING_ROWS
+                    or self.pending_bytes + ev.event_size > MAX_PENDING_BYTES)
+        if buffer and too_much and ev.inner_index is None:
             self.known_xid = (self._look_ahead_xid(ev.next_pos),)
             self._flush_pending(self.known_xid[0])
             buffer = False
@@ -580,8 +644,9 @@ class _FileReader:
         values = [None, ev.pos, ev.next_pos, ev.timestamp, ev.server_id, self.gtid, xid, table_map.database,
                   table_map.table, op, None, None, None, self.annotate if self.include_query else None, None]
         if buffer:
-            self.pending.append((values, rows))
+            self.pending.append((values, rows, ev.event_size))
             self.pending_rows += rows.n
+            self.pending_bytes += ev.event_size
         else:
             self.out.add_changes(values, rows, _BEFORE, _AFTER)
 
@@ -647,6 +712,9 @@ def iter_file_batches(source: Any, path: str, *, start: int = 0, end: int | None
     ``path``. ``.gz`` files are read whole by the split at offset 0 (other splits of them are empty).
     """
     options = options or BinlogReadOptions()
+    if start > 0 and source is not None and not isinstance(source, bytes | bytearray | memoryview) \
+            and is_gzip(source, path):
+        return  # a gzipped binlog is read whole by the split at offset 0 (byte offsets are of the compressed file)
     try:
         bf = BinlogFile(source, path, verify_checksums=options.common.verify_checksums)
     except CorruptDataError as exc:
@@ -662,8 +730,10 @@ def iter_file_batches(source: Any, path: str, *, start: int = 0, end: int | None
         yield from (b for b in reader_out.batches() if len(b))
         return
     try:
-        if bf.is_gzip and start > 0:
-            return
+        if bf.is_gzip:
+            if start > 0:
+                return
+            end = None  # split offsets count compressed bytes: the whole inflated file belongs to split 0
         yield from _FileReader(bf, path, start, end, options, predicates).run()
     finally:
         bf.close()

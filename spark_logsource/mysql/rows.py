@@ -112,7 +112,9 @@ def _read_image(data: bytes, pos: int, plan: _Plan) -> tuple[dict[str, Any], int
 
 def _read_partial_image(data: bytes, pos: int, plan: _Plan, table_map: TableMap, present: int,
                         path: str | None, offset: int) -> tuple[dict[str, Any], int]:
-    """A PARTIAL_UPDATE_ROWS after image: value_options, partial-JSON bitmap, then the image."""
+    """A PARTIAL_UPDATE_ROWS after image: value_options, partial-JSON bitmap, then the image.
+
+    ``offset`` is the file offset of ``data[0]`` (errors add the position inside ``data``)."""
     value_options, pos = read_packed_int(data, pos, path=path, offset=offset)
     if not value_options & _PARTIAL_JSON_UPDATES:
         return _read_image(data, pos, plan)
@@ -292,7 +294,7 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
             if op == "insert" or op == "delete":
                 row: tuple[dict | None, dict | None] = (None, image) if op == "insert" else (image, None)
             elif partial:
-                after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after, path, where(pos))
+                after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after, path, where(0))
                 row = (image, after)
             else:
                 after, pos = _read_image(data, pos, plan_after)

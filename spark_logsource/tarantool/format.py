@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from spark_logsource.errors import LogSourceError, OptionError
-from spark_logsource.filters import Predicate, allowed_values, value_range
+from spark_logsource.filters import Predicate, allowed_values, apply_predicates, value_range
 from spark_logsource.fs import FileEntry, display_name, open_input
 from spark_logsource.options import OptionMap
 from spark_logsource.source import LogFormat, Split, register_format
@@ -33,6 +33,8 @@ from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_fil
 log = logging.getLogger(__name__)
 
 TUPLE_FORMATS = ("variant", "json", "msgpack")
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
 _LISTED_SUFFIXES = (".xlog", ".snap", ".vylog")
 _TYPE_BY_NAME = {name.lower(): name for name in REQUEST_TYPES.values()}
 
@@ -62,19 +64,19 @@ class TarantoolXlogFormat(LogFormat):
         self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
         self.include_in_progress = opts.boolean("includeInProgress", False)
         preds: list[Predicate] = []
-        spaces = opts.int_list("spaceId")
+        spaces = opts.int_list("spaceId", minimum=0, maximum=INT32_MAX)
         if spaces:
             preds.append(Predicate("space_id", "in", tuple(spaces)))
-        replicas = opts.int_list("replicaId")
+        replicas = opts.int_list("replicaId", minimum=0, maximum=INT32_MAX)
         if replicas:
             preds.append(Predicate("replica_id", "in", tuple(replicas)))
         types = opts.str_list("types")
         if types:
             preds.append(Predicate("type", "in", tuple(canonical_type(t) for t in types)))
-        from_lsn = opts.integer("fromLsn")
+        from_lsn = opts.integer("fromLsn", minimum=0, maximum=INT64_MAX)
         if from_lsn is not None:
             preds.append(Predicate("lsn", ">=", from_lsn))
-        to_lsn = opts.integer("toLsn")
+        to_lsn = opts.integer("toLsn", minimum=0, maximum=INT64_MAX)
         if to_lsn is not None:
             preds.append(Predicate("lsn", "<", to_lsn))
         self.option_predicates = tuple(preds)
@@ -94,16 +96,15 @@ class TarantoolXlogFormat(LogFormat):
         return super().plan(keep, predicates)
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
-        everything = (*self.option_predicates, *predicates)
+        # Spark's pushed predicates drop corrupt-record rows (their columns are null, as in Spark's own sources);
+        # the option filters (tt cat's) keep them, so a damaged block is never hidden by a filter.
+        keep = self.common.corrupt_column_or_none
         with open_input(split.uri) as source:
-            yield from iter_file_batches(
-                source,
-                display_name(split.uri),
-                start=split.start,
-                end=split.end,
-                options=self.read_options,
-                predicates=everything,
-            )
+            for batch in iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
+                                           options=self.read_options, predicates=predicates):
+                batch = apply_predicates(batch, self.option_predicates, keep_rows_with=keep)
+                if len(batch):
+                    yield batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +128,9 @@ def _prune_by_lsn(files: Sequence[FileEntry], predicates: Iterable[Predicate]) -
             continue
         try:
             with open_input(entry.uri) as source:
-                meta = read_meta(source, entry.uri)
+                meta = read_meta(source, display_name(entry.uri))
         except (LogSourceError, OSError) as exc:  # a broken header: read the file and let modes handle it
-            log.info("not pruning %s: %s", entry.uri, exc)
+            log.info("not pruning %s: %s", display_name(entry.uri), exc)
             continue
         heads.append(_XlogHead(entry, meta))
     skip: set[str] = set()
