@@ -122,7 +122,17 @@ static int var_build_metadata(tc_ctx *c)
 
 static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos);
 
-/* Object: values written in msgpack order, then sorted by field id (= key order), last duplicate kept. */
+static int var_field_cmp(const void *a, const void *b)
+{
+    const tc_field *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Object: values written in msgpack order, then sorted by field id (= key order). A map whose keys repeat (as
+ * text) goes to the Python path: which value wins, and which keys of the dropped values still count for the
+ * metadata dictionary, are the reference's dict semantics. */
 static int var_object(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos)
 {
     size_t base = c->out.len;
@@ -152,22 +162,10 @@ static int var_object(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos
     tc_field *f = (tc_field *)(c->stack.data + sbase);
     uint32_t m = n;
     if (!sorted) {
-        /* Insertion sort by (id, index) — maps in rows are small; then keep the last of equal ids. */
-        for (uint32_t i = 1; i < n; i++) {
-            tc_field v = f[i];
-            uint32_t j = i;
-            while (j > 0 && (f[j - 1].id > v.id || (f[j - 1].id == v.id && f[j - 1].index > v.index))) {
-                f[j] = f[j - 1];
-                j--;
-            }
-            f[j] = v;
-        }
-        m = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (i + 1 < n && f[i + 1].id == f[i].id)
-                continue;
-            f[m++] = f[i];
-        }
+        qsort(f, n, sizeof(tc_field), var_field_cmp);
+        for (uint32_t i = 1; i < n; i++)
+            if (f[i].id == f[i - 1].id)
+                return TC_FALLBACK;
         /* Rewrite the values in field order. */
         size_t total = c->out.len - base;
         c->tmp.len = 0;
