@@ -106,7 +106,7 @@ def _opaque(field_type: int, data: bytes, pos: int) -> Any:
     return bytes(data)
 
 
-def _scalar(buf: bytes, type_code: int, pos: int, depth: int) -> Any:
+def _scalar(buf: memoryview, type_code: int, pos: int, depth: int) -> Any:
     """Decode a value of ``type_code`` whose data starts at ``pos``."""
     if type_code in (_SMALL_OBJECT, _LARGE_OBJECT, _SMALL_ARRAY, _LARGE_ARRAY):
         return _container(buf, type_code, pos, depth + 1)
@@ -144,16 +144,16 @@ def _scalar(buf: bytes, type_code: int, pos: int, depth: int) -> Any:
     if type_code == _STRING:
         size, start = _varlen(buf, pos)
         _check(buf, start, size, "string")
-        return buf[start:start + size].decode("utf-8", "replace")
+        return str(buf[start:start + size], "utf-8", "replace")
     if type_code == _OPAQUE:
         _check(buf, pos, 1, "opaque type")
         size, start = _varlen(buf, pos + 1)
         _check(buf, start, size, "opaque value")
-        return _opaque(buf[pos], buf[start:start + size], pos)
+        return _opaque(buf[pos], bytes(buf[start:start + size]), pos)
     raise JsonDecodeError(pos, f"unknown value type 0x{type_code:02x}")
 
 
-def _container(buf: bytes, type_code: int, start: int, depth: int) -> Any:
+def _container(buf: memoryview, type_code: int, start: int, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise JsonDecodeError(start, f"nesting deeper than {MAX_DEPTH}")
     large = type_code in (_LARGE_OBJECT, _LARGE_ARRAY)
@@ -165,7 +165,7 @@ def _container(buf: bytes, type_code: int, start: int, depth: int) -> Any:
     size = unpack(buf, start + width)[0]
     _check(buf, start, size, "container")
     end = start + size
-    view = buf[:end]  # every offset below must stay inside this container
+    view = buf[:end]  # every offset below must stay inside this container (a memoryview: no copy)
     key_entry = width + 2
     value_entry = 1 + width
     header = 2 * width + count * ((key_entry if is_object else 0) + value_entry)
@@ -178,7 +178,7 @@ def _container(buf: bytes, type_code: int, start: int, depth: int) -> Any:
             key_offset = unpack(view, pos)[0]
             key_length = _U16(view, pos + width)[0]
             _check(view, start + key_offset, key_length, "object key")
-            keys.append(view[start + key_offset:start + key_offset + key_length].decode("utf-8", "replace"))
+            keys.append(str(view[start + key_offset:start + key_offset + key_length], "utf-8", "replace"))
             pos += key_entry
     values: list[Any] = []
     for _ in range(count):
@@ -200,8 +200,9 @@ def decode_jsonb(raw: bytes) -> Any:
     """Decode one binary JSON document (raises JsonDecodeError when malformed)."""
     if not raw:
         return None
+    buf = memoryview(raw)  # containers slice it to their extent: O(1) views, not copies of the prefix
     try:
-        return _scalar(raw, raw[0], 1, 0)
+        return _scalar(buf, buf[0], 1, 0)
     except (IndexError, struct.error) as exc:
         raise JsonDecodeError(len(raw), f"value cut short ({exc})") from None
 
