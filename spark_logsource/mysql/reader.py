@@ -70,6 +70,7 @@ from .events import BinlogEvent, BinlogFile, FramingError, is_gzip
 from .header import HEADER_LEN
 from .payload import decode_payload_header, iter_payload_events, uncompress_payload
 from .query_event import decode_query
+from .rows import peek_table_id
 from .rows_encode import EncodedRows, encode_rows_event
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 from .tablemap import TableMap, decode_table_map
@@ -87,8 +88,9 @@ MAX_BATCH_BYTES = 256 << 20
 #: Encoded bytes of one transaction buffered while waiting for its XID before the reader looks ahead instead.
 MAX_PENDING_BYTES = 64 << 20
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-_BEGIN_RE = re.compile(rb"^\s*(BEGIN|XA\s+(START|BEGIN))\b", re.IGNORECASE)
-_END_RE = re.compile(rb"^\s*(COMMIT|ROLLBACK)\s*$", re.IGNORECASE)
+# matched on the decoded statement text (ASCII classes, as mysqlbinlog's byte-wise checks)
+_BEGIN_RE = re.compile(r"^\s*(BEGIN|XA\s+(START|BEGIN))\b", re.IGNORECASE | re.ASCII)
+_END_RE = re.compile(r"^\s*(COMMIT|ROLLBACK)\s*$", re.IGNORECASE | re.ASCII)
 _GROUP_TYPES = et.GTID_TYPES
 _STATE_TYPES = frozenset({et.QUERY, et.MARIA_QUERY_COMPRESSED, et.XID, et.XA_PREPARE, et.TABLE_MAP,
                           et.ROWS_QUERY, et.MARIA_ANNOTATE_ROWS, et.TRANSACTION_PAYLOAD, et.MARIA_START_ENCRYPTION,
@@ -382,11 +384,11 @@ _XID, _BEFORE, _AFTER = (next(i for i, (name, _t) in enumerate(CHANGES_COLUMNS) 
 def _is_begin(ev: BinlogEvent, decoded: dict[str, Any] | None) -> bool:
     if ev.type_code not in (et.QUERY, et.MARIA_QUERY_COMPRESSED) or decoded is None:
         return False
-    return bool(_BEGIN_RE.match(decoded["query"].encode("utf-8", "replace")))
+    return bool(_BEGIN_RE.match(decoded["query"]))
 
 
 def _is_end_query(decoded: dict[str, Any]) -> bool:
-    return bool(_END_RE.match(decoded["query"].encode("utf-8", "replace")))
+    return bool(_END_RE.match(decoded["query"]))
 
 
 class _FileReader:
@@ -466,12 +468,8 @@ class _FileReader:
                                  offset=ev.pos, row_format=self.options.row_format,
                                  max_uncompressed=self.options.max_uncompressed)
 
-    def _table_map_of(self, ev: BinlogEvent) -> Any:
-        from .rows import peek_table_id
-
-        if len(ev.body) < self.table_id_size:
-            raise CorruptDataError(self.path, ev.pos + HEADER_LEN, "rows event shorter than its table id")
-        table_id = peek_table_id(ev.body, table_id_size=self.table_id_size)
+    def _table_map_of(self, ev: BinlogEvent) -> TableMap:
+        table_id = peek_table_id(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
         table_map = self.table_maps.get(table_id)
         if table_map is None:
             raise CorruptDataError(self.path, ev.pos, f"rows event for table id {table_id} has no TABLE_MAP in its "
@@ -570,7 +568,7 @@ class _FileReader:
             database, query = data["schema"] or None, data["query"]
             if not inner and _is_end_query(data):
                 xid_end = (None,)
-            elif not inner and self.after_gtid_statement and not _BEGIN_RE.match(query.encode("utf-8", "replace")):
+            elif not inner and self.after_gtid_statement and not _BEGIN_RE.match(query):
                 gtid_after = None  # a DDL / standalone statement: its GTID covers only it
             self.after_gtid_statement = False
         elif code == et.TABLE_MAP:
@@ -666,7 +664,7 @@ class _FileReader:
                     query = self._decode_query(item)
                 except CorruptDataError:
                     return None
-                if _is_end_query(query) or _BEGIN_RE.match(query["query"].encode("utf-8", "replace")):
+                if _is_end_query(query) or _BEGIN_RE.match(query["query"]):
                     return None
         return None
 

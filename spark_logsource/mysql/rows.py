@@ -59,10 +59,12 @@ class RowsEvent:
     extra: dict | None
 
 
-def peek_table_id(body: bytes | memoryview, *, table_id_size: int) -> int:
-    """The table id of a rows event, without decoding the rest (for skipping unwanted tables)."""
+def peek_table_id(body: bytes | memoryview, *, table_id_size: int, path: str | None = None, offset: int = 0) -> int:
+    """The table id of a rows event, without decoding the rest (for skipping unwanted tables).
+
+    ``offset`` is the file offset of the event (errors point at its body, 19 bytes on)."""
     if len(body) < table_id_size:
-        raise TruncatedDataError(None, None, "rows event shorter than its table id")
+        raise TruncatedDataError(path, offset + 19, "rows event shorter than its table id")
     return int.from_bytes(body[:table_id_size], "little")
 
 
