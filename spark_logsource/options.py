@@ -10,12 +10,15 @@ from __future__ import annotations
 import difflib
 import enum
 import json
+import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spark_logsource.errors import OptionError
+from spark_logsource.errors import CorruptDataError, OptionError
+
+log = logging.getLogger(__name__)
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
@@ -27,6 +30,15 @@ class ParseMode(enum.Enum):
     PERMISSIVE = "PERMISSIVE"  # keep it as one corrupt-record row, keep reading
     DROPMALFORMED = "DROPMALFORMED"  # skip it (logged), keep reading
     FAILFAST = "FAILFAST"  # raise CorruptDataError naming file and offset
+
+    def handle(self, error: CorruptDataError, keep_corrupt_row: Callable[[CorruptDataError], None]) -> None:
+        """Apply this mode to one bad block, event or file head: raise, log and skip, or keep a corrupt row."""
+        if self is ParseMode.FAILFAST:
+            raise error
+        if self is ParseMode.DROPMALFORMED:
+            log.warning("dropping malformed data: %s", error)
+            return
+        keep_corrupt_row(error)
 
 
 @dataclass(frozen=True, slots=True)

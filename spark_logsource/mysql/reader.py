@@ -437,12 +437,7 @@ class _FileReader:
 
     # -- errors -------------------------------------------------------------------------------------------------
     def _bad(self, pos: int, next_pos: int | None, error: CorruptDataError) -> None:
-        if self.mode is ParseMode.FAILFAST:
-            raise error
-        if self.mode is ParseMode.DROPMALFORMED:
-            log.warning("dropping malformed data: %s", error)
-            return
-        self.out.add_corrupt(pos, next_pos, str(error))
+        self.mode.handle(error, lambda e: self.out.add_corrupt(pos, next_pos, str(e)))
 
     # -- decoding helpers ---------------------------------------------------------------------------------------
     def _decode_query(self, ev: BinlogEvent) -> dict[str, Any]:
@@ -718,13 +713,8 @@ def iter_file_batches(source: Any, path: str, *, start: int = 0, end: int | None
     except CorruptDataError as exc:
         if start > 0:
             return  # the split at the head reports it
-        if options.common.mode is ParseMode.FAILFAST:
-            raise
-        if options.common.mode is ParseMode.DROPMALFORMED:
-            log.warning("dropping unreadable binlog: %s", exc)
-            return
         reader_out = _Output(path, options, predicates)
-        reader_out.add_corrupt(exc.offset, None, str(exc))
+        options.common.mode.handle(exc, lambda e: reader_out.add_corrupt(e.offset, None, str(e)))
         yield from (b for b in reader_out.batches() if len(b))
         return
     try:

@@ -154,13 +154,8 @@ class _BatchBuilder:
 
 
 def _report(builder: _BatchBuilder, mode: ParseMode, offset: int, error: CorruptDataError) -> None:
-    """Apply the parse mode to one bad region."""
-    if mode is ParseMode.FAILFAST:
-        raise error
-    if mode is ParseMode.DROPMALFORMED:
-        log.warning("skipping malformed data: %s", error)
-        return
-    builder.add_corrupt(offset, str(error))
+    """Apply the parse mode to one bad region (a corrupt row at ``offset``, the region's first byte)."""
+    mode.handle(error, lambda e: builder.add_corrupt(offset, str(e)))
 
 
 def iter_file_batches(
