@@ -22,7 +22,7 @@ typedef struct {
 } ls_buf;
 
 /* Make room for `extra` more bytes; returns 0 or -1 (out of memory / over LS_BUF_MAX). */
-static int ls_buf_grow(ls_buf *b, size_t extra)
+static inline int ls_buf_grow(ls_buf *b, size_t extra)
 {
     if (extra > LS_BUF_MAX || b->len > LS_BUF_MAX - extra)
         return -1;
@@ -80,7 +80,7 @@ static inline int ls_buf_le(ls_buf *b, uint64_t v, int size)
 }
 
 /* Insert `n` uninitialised bytes at `pos`, shifting the tail right; returns a pointer to the gap or NULL. */
-static uint8_t *ls_buf_open_gap(ls_buf *b, size_t pos, size_t n)
+static inline uint8_t *ls_buf_open_gap(ls_buf *b, size_t pos, size_t n)
 {
     if (ls_buf_reserve(b, n))
         return NULL;
@@ -89,7 +89,7 @@ static uint8_t *ls_buf_open_gap(ls_buf *b, size_t pos, size_t n)
     return b->data + pos;
 }
 
-static void ls_buf_free(ls_buf *b)
+static inline void ls_buf_free(ls_buf *b)
 {
     free(b->data);
     b->data = NULL;

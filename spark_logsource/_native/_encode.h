@@ -37,7 +37,7 @@
 #define VB_ARRAY 3
 
 /* A Variant integer in the smallest of int8/16/32/64 that holds v. */
-static int ls_variant_int(ls_buf *b, int64_t v)
+static inline int ls_variant_int(ls_buf *b, int64_t v)
 {
     if (ls_buf_reserve(b, 9))
         return -1;
@@ -62,7 +62,7 @@ static int ls_variant_int(ls_buf *b, int64_t v)
 }
 
 /* A Variant string of UTF-8 s[0..n): short string below 64 bytes, else long string with a u32 length. */
-static int ls_variant_str(ls_buf *b, const uint8_t *s, size_t n)
+static inline int ls_variant_str(ls_buf *b, const uint8_t *s, size_t n)
 {
     if (n > 0xffffffffULL)
         return 1;
@@ -84,7 +84,7 @@ static int ls_variant_str(ls_buf *b, const uint8_t *s, size_t n)
 
 /* A JSON string literal of valid UTF-8 s[0..n), escaped as json.encoder.encode_basestring does (\" \\ \n \r \t
  * \b \f, other controls as \u00xx, everything else kept); sets *nonascii when a byte is >= 0x80. */
-static int ls_json_str(ls_buf *b, const uint8_t *s, size_t n, int *nonascii)
+static inline int ls_json_str(ls_buf *b, const uint8_t *s, size_t n, int *nonascii)
 {
     static const char hex[] = "0123456789abcdef";
     if (n > (LS_BUF_MAX - 2) / 6 || ls_buf_reserve(b, 6 * n + 2)) /* worst case: every byte becomes \u00xx */

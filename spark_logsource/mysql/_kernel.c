@@ -38,12 +38,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
 #include "../_native/_buf.h"
 #include "../_native/_encode.h"
-#include "../tarantool/_text.h" /* utf8_valid, u64_text, i64_text, put_float_repr, put_float_text, put_base64 */
-#pragma GCC diagnostic pop
+#include "../_native/_text.h"
 #include "_dates.h"
 
 /* Value kinds and charset kinds: the K_* / CS_* constants of rows_encode.py. */
@@ -233,7 +230,7 @@ static int emit_double(mk_ctx *x, ls_buf *b, double v)
     if (isfinite(v))
         rc = put_float_repr(b, v);
     else
-        rc = (ls_buf_byte(b, '"') || put_float_text(b, v) || ls_buf_byte(b, '"')) ? TC_NOMEM : TC_OK;
+        rc = (ls_buf_byte(b, '"') || put_float_text(b, v) || ls_buf_byte(b, '"')) ? -1 : 0;
     return rc ? nomem() : MK_OK;
 }
 
