@@ -429,17 +429,27 @@ static int read_map(decoder *d, mp_rd *r, ls_buf *entries, int is_header)
             return (e.flags & MPF_TOO_DEEP) ? fail(d, "msgpack nesting deeper than %d", MP_MAX_DEPTH)
                                             : fail_mp(d, rc, what);
         e.len = (size_t)(r->p - e.val);
-        if ((e.flags & MPF_PY) && is_decoded_key(d, is_header, e.code)) {
-            /* rows.py decodes this value even if a later duplicate replaces it: same errors here. */
-            PyObject *v = py_decode(d, e.val, e.len);
-            if (v == NULL)
-                return -1;
-            Py_DECREF(v);
-        }
         if (ls_buf_put(entries, &e, sizeof e)) {
             PyErr_NoMemory();
             return -1;
         }
+    }
+    /* rows.py decodes every such value, even one a later duplicate replaces: the same errors here. Values that
+     * stay are decoded again when they are rendered (variant / json), so only the others are decoded now. */
+    const kv_entry *all = (const kv_entry *)entries->data;
+    size_t count = entries->len / sizeof(kv_entry);
+    for (size_t i = 0; i < count; i++) {
+        if (!(all[i].flags & MPF_PY) || !is_decoded_key(d, is_header, all[i].code))
+            continue;
+        int replaced = d->fmt == FMT_MSGPACK; /* msgpack output copies bytes: nothing decodes them later */
+        for (size_t j = i + 1; j < count && !replaced; j++)
+            replaced = all[j].code == all[i].code;
+        if (!replaced)
+            continue;
+        PyObject *v = py_decode(d, all[i].val, all[i].len);
+        if (v == NULL)
+            return -1;
+        Py_DECREF(v);
     }
     dedupe_entries(entries);
     return 0;
