@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
 from .checksum import CRC_LEN, event_crc_ok
 from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, UNKNOWN
@@ -39,6 +41,10 @@ DEFAULT_MAX_GZ_SIZE = 4 << 30
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _KNOWN = frozenset(code for code in EVENT_TYPE_NAMES if code != UNKNOWN)
+_KNOWN_TYPES = np.zeros(256, dtype=bool)
+_KNOWN_TYPES[sorted(_KNOWN)] = True
+#: Offsets screened per step of :meth:`BinlogFile.resync`.
+_SCAN_WINDOW = 1 << 20
 
 
 @dataclass(slots=True)
@@ -260,13 +266,45 @@ class BinlogFile:
         return True
 
     def resync(self, pos: int, limit: int | None = None) -> int:
-        """The first offset >= ``pos`` (and < ``limit``) where :meth:`is_candidate` holds, else the file size."""
+        """The first offset >= ``pos`` (and < ``limit``) where :meth:`is_candidate` holds, else the file size.
+
+        Offsets are screened a window at a time with the header-only conditions of :meth:`is_candidate` (numpy,
+        over every offset at once); only the offsets that pass them get the full check.
+        """
         stop = self.size if limit is None else min(limit, self.size)
         while pos < stop:
-            if self.is_candidate(pos):
-                return pos
-            pos += 1
+            n = min(_SCAN_WINDOW, stop - pos)
+            for candidate in self._plausible_headers(pos, n):
+                if self.is_candidate(candidate):
+                    return candidate
+            pos += n
         return self.size
+
+    def _plausible_headers(self, pos: int, n: int) -> list[int]:
+        """Offsets in ``[pos, pos + n)`` whose 19 bytes pass is_candidate's header checks (type, size, log_pos)."""
+        avail = min(n + HEADER_LEN - 1, self.size - pos)
+        if avail < HEADER_LEN:
+            return []
+        stream = self._window.stream
+        stream.seek(pos)
+        raw = np.frombuffer(bytes(stream.read(avail)), dtype=np.uint8)
+        m = len(raw) - HEADER_LEN + 1
+        if m <= 0:
+            return []
+
+        def u32(at: int) -> np.ndarray:
+            b = [raw[at + k:at + k + m].astype(np.int64) for k in range(4)]
+            return b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24
+
+        types = raw[4:4 + m]
+        ok = (_KNOWN_TYPES[types] | (raw[17:17 + m] & FLAG_IGNORABLE).astype(bool)) & (types != FORMAT_DESCRIPTION)
+        size = u32(9)
+        log_pos = u32(13)
+        offsets = np.arange(pos, pos + m, dtype=np.int64)
+        end = offsets + size
+        ok &= (size >= HEADER_LEN + self.crc_len) & (size <= MAX_EVENT_SIZE) & (end <= self.size)
+        ok &= (log_pos == 0) | (log_pos == (end & 0xFFFFFFFF))
+        return offsets[ok].tolist()
 
     # -- the walk -----------------------------------------------------------------------------------------------
     def _check(self, pos: int) -> tuple[tuple | None, CorruptDataError | None]:
