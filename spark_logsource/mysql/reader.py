@@ -71,7 +71,7 @@ from .header import HEADER_LEN
 from .payload import decode_payload_header, iter_payload_events, uncompress_payload
 from .query_event import decode_query
 from .rows import peek_table_id
-from .rows_encode import EncodedRows, encode_rows_event
+from .rows_encode import EncodedRows, rows_encoder
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 from .tablemap import TableMap, decode_table_map
 
@@ -405,6 +405,7 @@ class _FileReader:
         self.events_view = options.view == "events"
         self.include_query = options.include_query
         self._table_map_cache: dict[bytes, TableMap] = {}
+        self._encode_rows_event = rows_encoder()
         self.filters = _Filters(options, predicates)
         self.out = _Output(path, options, predicates)
         fde = bf.fde
@@ -458,10 +459,10 @@ class _FileReader:
         return table_map
 
     def _encode_rows(self, ev: BinlogEvent) -> EncodedRows:
-        return encode_rows_event(ev.type_code, ev.body, post_header_len=self.bf.fde.post_header_len(ev.type_code, 10),
-                                 table_id_size=self.table_id_size, table_maps=self.table_maps, path=self.path,
-                                 offset=ev.pos, row_format=self.options.row_format,
-                                 max_uncompressed=self.options.max_uncompressed)
+        return self._encode_rows_event(
+            ev.type_code, ev.body, post_header_len=self.bf.fde.post_header_len(ev.type_code, 10),
+            table_id_size=self.table_id_size, table_maps=self.table_maps, path=self.path, offset=ev.pos,
+            row_format=self.options.row_format, max_uncompressed=self.options.max_uncompressed)
 
     def _table_map_of(self, ev: BinlogEvent) -> TableMap:
         table_id = peek_table_id(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)

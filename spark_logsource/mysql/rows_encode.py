@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -314,6 +314,11 @@ def _use_kernel() -> bool:
     return _kernel is not None and os.environ.get("SPARK_LOGSOURCE_PURE_PYTHON") != "1"
 
 
+def rows_encoder() -> Callable[..., EncodedRows]:
+    """The implementation :func:`encode_rows_event` would use now (readers pick it once per file)."""
+    return encode_rows_event_c if _use_kernel() else encode_rows_event_py
+
+
 def encode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                       table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
                       max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
@@ -323,7 +328,6 @@ def encode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
     reference; both give the same result and raise the same errors (CorruptDataError subclasses carrying
     ``path`` and a file offset) for the same input.
     """
-    impl = encode_rows_event_c if _use_kernel() else encode_rows_event_py
-    return impl(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+    return rows_encoder()(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                 table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                 max_uncompressed=max_uncompressed)
