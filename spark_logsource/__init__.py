@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from spark_logsource.api import iter_batches, read
+from spark_logsource.api import follow, iter_batches, read
 from spark_logsource.errors import (
+    AuthenticationError,
     ChecksumError,
     CorruptDataError,
+    DataLossError,
     EncryptedBinlogError,
     LogSourceError,
     OptionError,
+    SourceError,
     TruncatedDataError,
     UnsupportedDataError,
 )
@@ -29,13 +32,17 @@ from spark_logsource.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuthenticationError",
     "ChecksumError",
     "CorruptDataError",
+    "DataLossError",
     "EncryptedBinlogError",
     "LogSourceError",
     "OptionError",
+    "SourceError",
     "TruncatedDataError",
     "UnsupportedDataError",
+    "follow",
     "iter_batches",
     "read",
     "register",

@@ -15,7 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_logsource.source import LogFormat, format_class
+from spark_logsource.logformat import LogFormat
+from spark_logsource.registry import format_class
 
 
 def make_format(fmt: str, paths: str | Sequence[str], options: dict[str, Any]) -> LogFormat:
@@ -34,3 +35,25 @@ def read(fmt: str, paths: str | Sequence[str], **options: Any) -> pa.Table:
     """Read ``paths`` whole into one :class:`pyarrow.Table` (same schema as :func:`iter_batches`)."""
     source = make_format(fmt, paths, options)
     return pa.Table.from_batches(list(source.iter_batches()), schema=source.schema())
+
+
+def follow(
+    fmt: str,
+    paths: str | Sequence[str],
+    *,
+    poll_interval: float = 1.0,
+    stop_when_idle: bool = False,
+    **options: Any,
+) -> Iterator[tuple[pa.RecordBatch, dict[str, Any]]]:
+    """Follow a growing log (a directory being written, a live server): yield ``(batch, offset)`` as data arrives.
+
+    ``offset`` is the position to resume from once this batch *and every earlier one with the same offset* is
+    processed (one range of positions may give several batches); pass it back as ``startingPosition`` (its JSON
+    text) to continue where a previous run stopped. With ``stop_when_idle`` the generator ends the first time
+    nothing new is complete (like Spark's ``trigger(availableNow=True)``); otherwise it polls every
+    ``poll_interval`` seconds until closed.
+    """
+    from spark_logsource.streaming.follow import follow_stream
+
+    stream = make_format(fmt, paths, options).stream()
+    return follow_stream(stream, poll_interval=poll_interval, stop_when_idle=stop_when_idle)

@@ -23,7 +23,7 @@ import pyarrow as pa
 from spark_logsource.errors import LogSourceError, OptionError
 from spark_logsource.fs import list_files, open_input
 from spark_logsource.jsontext import datetime_text
-from spark_logsource.source import format_class
+from spark_logsource.registry import format_class
 
 log = logging.getLogger("spark_logsource.cli")
 

@@ -50,3 +50,52 @@ class UnsupportedDataError(CorruptDataError):
 
 class EncryptedBinlogError(UnsupportedDataError):
     """The binlog is encrypted (MariaDB START_ENCRYPTION_EVENT): the key is not available to us."""
+
+
+class DecodeError(Exception):
+    """Internal: a pure decoder met bytes it cannot decode at ``pos`` (relative to the buffer it was given).
+
+    Decoders know buffers, not files: the framer that called them wraps this into a :class:`CorruptDataError`
+    with the file path and the absolute offset (:meth:`at`). Never escapes the package.
+    """
+
+    def __init__(self, pos: int | None, reason: str) -> None:
+        super().__init__(reason if pos is None else f"at {pos}: {reason}")
+        self.pos = pos
+        self.reason = reason
+
+    def at(self, path: str | None, base: int, cls: type[CorruptDataError] = CorruptDataError) -> CorruptDataError:
+        """The public error for this failure in ``path``, whose buffer started at byte ``base`` of it."""
+        return cls(path, base + (self.pos or 0), self.reason)
+
+
+class SourceError(LogSourceError):
+    """A live source (a server) failed us: refused, closed, timed out or answered what the protocol forbids.
+
+    ``source`` is the server as ``scheme://host:port`` with no credentials; ``position`` where reading stood
+    (an offset's JSON text, a vclock, a binlog file and position), or None before any was reached.
+    """
+
+    def __init__(self, source: str, position: str | None, reason: str) -> None:
+        where = source if position is None else f"{source} at {position}"
+        super().__init__(f"{where}: {reason}")
+        self.source = source
+        self.position = position
+        self.reason = reason
+
+
+class AuthenticationError(SourceError):
+    """The server refused our user, password or privileges (the password itself is never in the message)."""
+
+
+class DataLossError(LogSourceError):
+    """Part of a requested range is no longer kept by the source (files collected, log purged).
+
+    Raised unless the user set ``failOnDataLoss=false``; ``missing`` names the range that is gone.
+    """
+
+    def __init__(self, source: str, missing: str, hint: str = "set failOnDataLoss=false to continue from the "
+                 "oldest position still available") -> None:
+        super().__init__(f"{source}: data loss: {missing} is no longer available; {hint}")
+        self.source = source
+        self.missing = missing

@@ -24,11 +24,11 @@ import pyarrow as pa
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
 from spark_logsource.fs import FileEntry, display_name, list_files, locate, open_input
+from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.events import is_gzip
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.options import OptionMap
-from spark_logsource.source import LogFormat, Split, register_format
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,6 @@ def _parse_datetime(opts: OptionMap, name: str) -> dt.datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
-@register_format
 class MysqlBinlogFormat(LogFormat):
     name = "mysql-binlog"
     pushable_columns = frozenset({"server_id", "timestamp", "database", "table", "op", "event_type", "pos",

@@ -1,4 +1,4 @@
-"""Spark data sources built from a :class:`~spark_logsource.source.LogFormat` (thin: no decoding here)."""
+"""Spark data sources built from a :class:`~spark_logsource.logformat.LogFormat` (thin: no decoding here)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.types import StructType
 
 from spark_logsource.filters import Predicate
+from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.readers.pushdown import called_for_pushdown, to_predicate
 from spark_logsource.readers.schema import spark_schema
-from spark_logsource.source import LogFormat, Split
 
 
 class SplitPartition(InputPartition):

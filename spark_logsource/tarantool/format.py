@@ -25,8 +25,8 @@ import pyarrow as pa
 from spark_logsource.errors import LogSourceError, OptionError
 from spark_logsource.filters import Predicate, allowed_values, apply_predicates, value_range
 from spark_logsource.fs import FileEntry, display_name, open_input
+from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.options import OptionMap
-from spark_logsource.source import LogFormat, Split, register_format
 from spark_logsource.tarantool.names import REQUEST_TYPES
 from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
 
@@ -53,7 +53,6 @@ def canonical_type(text: str) -> str:
     return name
 
 
-@register_format
 class TarantoolXlogFormat(LogFormat):
     name = "tarantool-xlog"
     pushable_columns = frozenset(

@@ -12,7 +12,7 @@ import abc
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
@@ -20,6 +20,9 @@ from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
 from spark_logsource.fs import FileEntry, list_files
 from spark_logsource.options import CommonOptions, OptionMap
+
+if TYPE_CHECKING:
+    from spark_logsource.streaming.stream import LogStream
 
 log = logging.getLogger(__name__)
 
@@ -111,36 +114,14 @@ class LogFormat(abc.ABC):
                 splits.append(Split(entry.uri, start, end if end < entry.size else None, entry.size))
         return splits
 
+    def stream(self) -> LogStream:
+        """The growing-log view of the same options, for ``readStream`` and :func:`~spark_logsource.api.follow`.
+
+        Formats that can be followed override this; the default says the format is batch only.
+        """
+        raise OptionError("readStream", f"format {self.name!r} cannot be streamed (batch only)")
+
     def iter_batches(self, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
         """Plan and read everything in this process, split after split, in file order."""
         for split in self.plan(self.list_files(), predicates):
             yield from self.read_split(split, predicates)
-
-
-_FORMATS: dict[str, type[LogFormat]] = {}
-
-
-def register_format(cls: type[LogFormat]) -> type[LogFormat]:
-    """Class decorator: make ``cls`` known under ``cls.name``."""
-    _FORMATS[cls.name] = cls
-    return cls
-
-
-def format_class(name: str) -> type[LogFormat]:
-    """The format registered under ``name`` (case-insensitive)."""
-    _load_builtin_formats()
-    cls = _FORMATS.get(name.lower())
-    if cls is None:
-        known = ", ".join(sorted(_FORMATS))
-        raise OptionError("format", f"unknown format {name!r}; known formats: {known}")
-    return cls
-
-
-def format_names() -> list[str]:
-    _load_builtin_formats()
-    return sorted(_FORMATS)
-
-
-def _load_builtin_formats() -> None:
-    import spark_logsource.mysql.format
-    import spark_logsource.tarantool.format  # noqa: F401
