@@ -12,18 +12,25 @@ from setuptools import Extension, find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 
+
+
+def _headers(*packages: str) -> list[str]:
+    """The C headers a kernel includes (its package's and the shared ``_native`` ones): a change rebuilds it."""
+    return [str(p.relative_to(HERE)) for pkg in packages for p in sorted((HERE / "spark_logsource" / pkg).glob("*.h"))]
+
+
 kernels = [
     Extension(
         "spark_logsource.tarantool._kernel",
         sources=["spark_logsource/tarantool/_kernel.c"],
-        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource").glob("[_t]*/_*.h"))],
+        depends=_headers("_native", "tarantool"),
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),
     Extension(
         "spark_logsource.mysql._kernel",
         sources=["spark_logsource/mysql/_kernel.c"],
-        depends=[str(p.relative_to(HERE)) for p in sorted((HERE / "spark_logsource").glob("*/_*.h"))],
+        depends=_headers("_native", "mysql"),
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),
@@ -41,6 +48,7 @@ setup(
     packages=find_packages(include=["spark_logsource", "spark_logsource.*"]),
     py_modules=["pyspark_tarantool_xlog", "pyspark_mysql_binlog"],
     ext_modules=kernels,
+    package_data={"spark_logsource.tarantool": ["_kernel.pyi"], "spark_logsource.mysql": ["_kernel.pyi"]},
     install_requires=[
         "pyarrow>=15",
         "msgpack>=1.0",
@@ -50,6 +58,8 @@ setup(
         # Tarantool's CRC-32C (Castagnoli) over every block: hardware-accelerated, ~20x faster than a table in
         # Python, which would otherwise be the hot spot of reading a file.
         "crc32c>=2.3",
+        # vectorised scans (binlog resync windows, per-row offsets of a batch) without a Python loop per item
+        "numpy>=1.24",
     ],
     extras_require={
         "spark": ["pyspark>=4.0", "pandas>=2.2,<3"],  # pyspark 4.3 does not support pandas 3 yet

@@ -52,7 +52,7 @@ class EncryptedBinlogError(UnsupportedDataError):
     """The binlog is encrypted (MariaDB START_ENCRYPTION_EVENT): the key is not available to us."""
 
 
-class DecodeError(Exception):
+class DecodeError(ValueError):
     """Internal: a pure decoder met bytes it cannot decode at ``pos`` (relative to the buffer it was given).
 
     Decoders know buffers, not files: the framer that called them wraps this into a :class:`CorruptDataError`

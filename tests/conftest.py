@@ -9,19 +9,17 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.servers.tarantool", "tests.servers.mariadb"]
+pytest_plugins = ["tests.support.servers.tarantool", "tests.support.servers.mariadb"]
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
-TEST_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: Real-server files copied from their upstream projects (sources and licences in ``fixtures/README.md``).
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """The steering repo's real-server files (read-only)."""
-    if not SHARED_FIXTURES.is_dir():
-        pytest.fail(f"{SHARED_FIXTURES} is missing: CI runs with ../shared beside the repo")
-    return SHARED_FIXTURES
+def fixtures_dir() -> Path:
+    """The real-server files under ``tests/fixtures`` (read-only)."""
+    return FIXTURES
 
 
 def _spark_session(pushdown: bool):

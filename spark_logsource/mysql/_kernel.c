@@ -1297,5 +1297,23 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_DECREF(errors);
     if (CorruptDataError == NULL || TruncatedDataError == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    /* The plan compiler in rows_encode.py speaks these numbers: export them so a test can compare. */
+    static const struct { const char *name; int value; } constants[] = {
+        {"K_NULL", K_NULL}, {"K_INT", K_INT}, {"K_FLOAT", K_FLOAT}, {"K_DOUBLE", K_DOUBLE},
+        {"K_DECIMAL", K_DECIMAL}, {"K_DATE", K_DATE}, {"K_YEAR", K_YEAR}, {"K_DATETIME2", K_DATETIME2},
+        {"K_TIMESTAMP2", K_TIMESTAMP2}, {"K_TIME2", K_TIME2}, {"K_TIMESTAMP_OLD", K_TIMESTAMP_OLD},
+        {"K_DATETIME_OLD", K_DATETIME_OLD}, {"K_TIME_OLD", K_TIME_OLD}, {"K_TEXT", K_TEXT}, {"K_ENUM", K_ENUM},
+        {"K_SET", K_SET}, {"K_BIT", K_BIT}, {"CS_UTF8", CS_UTF8}, {"CS_BINARY", CS_BINARY},
+        {"CS_TABLE", CS_TABLE}, {"CS_CODEC", CS_CODEC},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+        if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
 }

@@ -3,7 +3,7 @@
 This is the narrow boundary between the binlog reader and the compiled kernel ``spark_logsource.mysql._kernel``
 (``_kernel.c``). :func:`encode_rows_event` takes the body of one rows event and returns, per row, the before and
 after images already encoded; :func:`encode_rows_event_py` is the pure-Python reference it must equal:
-:func:`spark_logsource.mysql.rows.decode_rows_event` (engineer D's decoder, verified against ``mariadb-binlog``),
+:func:`spark_logsource.mysql.rows.decode_rows_event` (the reference decoder, verified against ``mariadb-binlog``),
 then :func:`spark_logsource.variant.encode_variant` or :func:`spark_logsource.jsontext.to_json` of each row dict.
 
 Output (:class:`EncodedRows`): ``before`` and ``after`` always have ``n`` entries.
@@ -44,29 +44,27 @@ paths (``decode_rows_event`` checks that every row consumes bytes).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OptionError, UnsupportedDataError
 from ..jsontext import to_json
+from ..native import import_kernel, load_kernel
 from ..variant import encode_variant
 from . import column_types as ct
 from .compression import DEFAULT_MAX_UNCOMPRESSED
+from .decimal import decimal_binary_size
 from .rows import decode_rows_event, parse_rows_head, rows_data
 from .tablemap import TableMap, string_length_from_meta
-from .values import column_decoder, decimal_binary_size
+from .values import column_decoder
 
 __all__ = ["KERNEL_AVAILABLE", "EncodedRows", "encode_rows_event", "encode_rows_event_c", "encode_rows_event_py"]
 
 log = logging.getLogger(__name__)
 
-try:
-    from . import _kernel
-except ImportError:  # not built (no compiler): the pure-Python path serves every event
-    _kernel = None
-
+#: The compiled kernel when built (tests compare it with the reference even under SPARK_LOGSOURCE_PURE_PYTHON=1).
+_kernel = import_kernel("spark_logsource.mysql._kernel")
 #: True when the compiled kernel imported (it may still be bypassed by SPARK_LOGSOURCE_PURE_PYTHON=1).
 KERNEL_AVAILABLE = _kernel is not None
 
@@ -75,11 +73,11 @@ ROW_FORMATS = ("variant", "json")
 _PARTIAL_UPDATE_ROWS = 39
 _OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 
-# Value kinds of the kernel (must match enum mk_kind in _kernel.c).
+# Value kinds of the kernel: enum mk_kind in _kernel.c, which exports them (a test compares both).
 K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR = 0, 1, 2, 3, 4, 5, 6
 K_DATETIME2, K_TIMESTAMP2, K_TIME2, K_TIMESTAMP_OLD, K_DATETIME_OLD, K_TIME_OLD = 7, 8, 9, 10, 11, 12
 K_TEXT, K_ENUM, K_SET, K_BIT = 13, 14, 15, 16
-# Charset kinds of K_TEXT (enum mk_charset in _kernel.c).
+# Charset kinds of K_TEXT: enum mk_charset in _kernel.c (exported likewise).
 CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC = 0, 1, 2, 3
 
 _INT_WIDTHS = {ct.TINY: 1, ct.SHORT: 2, ct.INT24: 3, ct.LONG: 4, ct.LONGLONG: 8}
@@ -311,7 +309,8 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
 
 
 def _use_kernel() -> bool:
-    return _kernel is not None and os.environ.get("SPARK_LOGSOURCE_PURE_PYTHON") != "1"
+    # asked per file, not bound at import, so a test can flip the switch with monkeypatch
+    return load_kernel("spark_logsource.mysql._kernel") is not None
 
 
 def rows_encoder() -> Callable[..., EncodedRows]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_logsource.filters import Predicate
 from spark_logsource.logformat import LogFormat, Split
-from spark_logsource.readers.pushdown import called_for_pushdown, to_predicate
+from spark_logsource.readers.compat import called_for_pushdown
+from spark_logsource.readers.pushdown import to_predicate
 from spark_logsource.readers.schema import spark_schema
 
 
@@ -73,3 +74,10 @@ class LogDataSource(DataSource):
         if called_for_pushdown():
             return PushdownLogReader(self._fmt)
         return LogReader(self._fmt)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``spark.readStream``: the format's :meth:`~spark_logsource.logformat.LogFormat.stream` (a batch-only
+        format raises an OptionError saying so). Cheap and free of I/O: Spark calls it in several processes."""
+        from spark_logsource.readers.stream_reader import make_stream_reader
+
+        return make_stream_reader(self._fmt.stream())

@@ -1,23 +1,16 @@
-"""Spark's pushed filters ↔ our :class:`~spark_logsource.filters.Predicate`.
+"""Spark's pushed filters → our :class:`~spark_logsource.filters.Predicate` (exactly, or not at all).
 
-Spark 4.1+ calls ``DataSourceReader.pushFilters`` only when ``spark.sql.python.filterPushdown.enabled`` is true,
-and fails any query on a reader class that overrides it while the conf is false (DATA_SOURCE_PUSHDOWN_DISABLED).
-The readers run in a Python worker that is not told the conf, but the worker that pushes filters is a different
-module from the one that plans without them. :func:`called_for_pushdown` tells them apart by looking at the call
-stack, so one format name works with the conf on (filters pushed) and off (Spark filters, we read everything).
+Whether Spark is pushing filters at all is :func:`spark_logsource.readers.compat.called_for_pushdown`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from typing import Any
 
 from pyspark.sql import datasource as sds
 
 from spark_logsource.filters import Predicate
-
-_PUSHDOWN_WORKER_FILE = "data_source_pushdown_filters.py"
 
 _SIMPLE_OPS = {
     "EqualTo": "=",
@@ -27,16 +20,6 @@ _SIMPLE_OPS = {
     "LessThan": "<",
     "LessThanOrEqual": "<=",
 }
-
-
-def called_for_pushdown() -> bool:
-    """True when the current call comes from Spark's filter-pushdown planning worker."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename.endswith(_PUSHDOWN_WORKER_FILE):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _literal(value: Any) -> Any:

@@ -1,7 +1,7 @@
 """Framing of Tarantool xlog/snap files: fixheaders, checksums, zstd, resync, bad regions, partial tails.
 
 Block layout (tarantool ``src/box/xlog.c`` ``xlog_fixheader_decode`` / ``xlog_tx_write``,
-``../shared/notes/tarantool.md``)::
+``docs/formats/tarantool-xlog.md``)::
 
     [4]  magic, big-endian bytes d5 ba 0b ab (plain rows) or d5 ba 0b ba (one zstd frame)
     msgpack uint  len      payload bytes as stored (compressed for zstd blocks)
@@ -13,7 +13,7 @@ Block layout (tarantool ``src/box/xlog.c`` ``xlog_fixheader_decode`` / ``xlog_tx
     [4]  d5 10 ad ed       end of file (absent while the file is being written or after a crash)
 
 :class:`BlockScanner` walks the blocks whose fixheader starts in a byte range ``[start, end)`` of one file
-through a bounded buffer and yields :class:`Block` (a good frame, payload decompressed), :class:`BadRegion`
+through a bounded buffer and yields :class:`Block` (a good frame, payload decompressed), :class:`BadRange`
 (bytes that are not a good block, up to the next sync point) and never anything else; a partial last block of a
 file without EOF marker is logged at info level and ends the scan.  A *sync point* is a position holding a
 block magic whose fixheader parses, whose payload lies inside the file and whose CRC verifies (always checked,
@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import crc32c
-import zstandard
 
 from spark_logsource.errors import ChecksumError, CorruptDataError
+from spark_logsource.framing import BadRange
+from spark_logsource.io.compression import zstd_frame
+from spark_logsource.io.window import READ_CHUNK, Window, source_size
 
 __all__ = [
     "EOF_MAGIC",
@@ -39,13 +41,14 @@ __all__ = [
     "MAX_DECOMPRESSED_BYTES",
     "PLAIN_MAGIC",
     "ZSTD_MAGIC",
-    "BadRegion",
+    "BadRange",
     "Block",
     "BlockScanner",
     "FixHeader",
     "block_crc32c",
     "decompress_block",
     "parse_fixheader",
+    "source_size",
 ]
 
 log = logging.getLogger(__name__)
@@ -59,8 +62,6 @@ FIXHEADER_SIZE = 19
 MAX_BLOCK_BYTES = 256 << 20
 #: Largest decompressed payload we accept from one zstd block.
 MAX_DECOMPRESSED_BYTES = 256 << 20
-_READ_CHUNK = 1 << 20
-_ZSTD_INPUT_PIECE = 512  # bounds the output of one decompress call (≤ 128 KiB per 3-4 input bytes)
 
 
 def block_crc32c(data: bytes) -> int:
@@ -111,29 +112,8 @@ def parse_fixheader(buf: bytes) -> FixHeader:
 
 def decompress_block(data: bytes, limit: int | None = None) -> bytes:
     """One zstd frame (no content size) → bytes, refusing output over ``limit`` (default
-    :data:`MAX_DECOMPRESSED_BYTES`); ValueError if bad."""
-    if limit is None:
-        limit = MAX_DECOMPRESSED_BYTES
-    dobj = zstandard.ZstdDecompressor().decompressobj()
-    out: list[bytes] = []
-    total = 0
-    view = memoryview(data)
-    fed = 0
-    try:
-        while fed < len(view) and not dobj.eof:
-            chunk = dobj.decompress(view[fed : fed + _ZSTD_INPUT_PIECE])
-            fed += _ZSTD_INPUT_PIECE
-            total += len(chunk)
-            if total > limit:
-                raise ValueError(f"zstd frame expands beyond {limit} bytes")
-            out.append(chunk)
-    except zstandard.ZstdError as exc:
-        raise ValueError(f"bad zstd frame: {exc}") from None
-    if not dobj.eof:
-        raise ValueError("zstd frame is truncated")
-    if dobj.unused_data or fed < len(view):
-        raise ValueError("bytes after the zstd frame")
-    return b"".join(out)
+    :data:`MAX_DECOMPRESSED_BYTES`); :class:`~spark_logsource.errors.DecodeError` (a ValueError) if bad."""
+    return zstd_frame(data, MAX_DECOMPRESSED_BYTES if limit is None else limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,63 +126,8 @@ class Block:
     compressed: bool
 
 
-@dataclass(frozen=True, slots=True)
-class BadRegion:
-    """Bytes from ``offset`` that are not a good block, up to the next sync point; ``error`` says why."""
-
-    offset: int
-    error: CorruptDataError
-
-
-class _Window:
-    """Random access to a seekable source through one bounded buffer (≤ max(1 MiB, one block))."""
-
-    def __init__(self, source: Any, size: int) -> None:
-        self.source = source
-        self.size = size
-        self.start = 0
-        self.data = b""
-
-    def get(self, pos: int, n: int) -> bytes:
-        """Up to ``n`` bytes at ``pos`` (fewer only at the end of the file)."""
-        n = max(0, min(n, self.size - pos))
-        rel = pos - self.start
-        if rel >= 0 and rel + n <= len(self.data):
-            return self.data[rel : rel + n]
-        self.source.seek(pos)
-        want = max(n, _READ_CHUNK)
-        want = min(want, self.size - pos)
-        parts: list[bytes] = []
-        got = 0
-        while got < want:
-            chunk = self.source.read(want - got)
-            if not chunk:
-                break
-            parts.append(bytes(chunk))
-            got += len(chunk)
-        self.start = pos
-        self.data = b"".join(parts)
-        if len(self.data) < n:  # the file shrank under us
-            self.size = pos + len(self.data)
-            n = len(self.data)
-        return self.data[:n]
-
-
-def source_size(source: Any) -> int:
-    """Byte size of a seekable source (pyarrow NativeFile or Python binary file)."""
-    size = getattr(source, "size", None)
-    if callable(size):
-        return int(size())
-    here = source.tell()
-    end = source.seek(0, 2)
-    if end is None:
-        end = source.tell()
-    source.seek(here)
-    return int(end)
-
-
 class BlockScanner:
-    """Yields :class:`Block` / :class:`BadRegion` for blocks whose fixheader starts in ``[start, end)``.
+    """Yields :class:`Block` / :class:`BadRange` for blocks whose fixheader starts in ``[start, end)``.
 
     ``data_offset`` is where the first block of the file begins (after the meta header).  When
     ``start <= data_offset`` the scan begins there; otherwise at the first sync point at or after ``start``.
@@ -224,7 +149,7 @@ class BlockScanner:
     ) -> None:
         self.path = path
         self.size = source_size(source) if size is None else size
-        self.window = _Window(source, self.size)
+        self.window = Window(source, self.size)
         self.data_offset = data_offset
         self.start = start
         self.end = self.size if end is None else min(end, self.size)
@@ -255,7 +180,7 @@ class BlockScanner:
         """First sync point in ``[pos, limit)``, or None."""
         while pos < limit:
             # Search a 1 MiB window (+3 bytes so a magic across the window edge is seen).
-            span = min(_READ_CHUNK, limit - pos)
+            span = min(READ_CHUNK, limit - pos)
             chunk = self.window.get(pos, span + 3)
             i = 0
             while True:
@@ -271,13 +196,13 @@ class BlockScanner:
             pos += span
         return None
 
-    def _bad(self, pos: int, error: CorruptDataError) -> tuple[BadRegion, int | None]:
+    def _bad(self, pos: int, error: CorruptDataError) -> tuple[BadRange, int | None]:
         """A bad region at ``pos`` and the next sync point in this split (None: the split is done)."""
-        return BadRegion(pos, error), self.find_sync(pos + 1, self.end)
+        return BadRange(pos, error), self.find_sync(pos + 1, self.end)
 
     # ---- the scan ----
 
-    def __iter__(self) -> Iterator[Block | BadRegion]:
+    def __iter__(self) -> Iterator[Block | BadRange]:
         """The scan.  Blocks are chained (next = end of the previous); the chain of this split stops at the
         first position at or past ``end`` that is a sync point, because the next split starts exactly there.
         Whatever else the chain meets past ``end`` (a bad block, the EOF marker, a partial tail) is handled
@@ -297,7 +222,7 @@ class BlockScanner:
                 if self._rows_failed and isinstance(item, Block):
                     self._rows_failed = False
                     next_pos = self._after_bad_rows(item)
-            if isinstance(item, BadRegion) and item.offset >= self.end:
+            if isinstance(item, BadRange) and item.offset >= self.end:
                 return
             pos = next_pos
 
@@ -305,7 +230,7 @@ class BlockScanner:
         """Tell the scan that the rows of the block just yielded did not decode (it resyncs if needed)."""
         self._rows_failed = True
 
-    def _step(self, pos: int) -> tuple[Block | BadRegion | None, int | None]:
+    def _step(self, pos: int) -> tuple[Block | BadRange | None, int | None]:
         """Examine the bytes at ``pos``: (what is there, where to continue or None to stop)."""
         remaining = self.size - pos
         head = self.window.get(pos, FIXHEADER_SIZE)
@@ -316,7 +241,7 @@ class BlockScanner:
                 # Bytes after the EOF marker are one bad region; blocks after it are still read (as Tarantool's
                 # xlog.pairs does), so every split agrees on what follows.
                 err = CorruptDataError(self.path, after, f"{self.size - after} bytes after the EOF marker")
-                return BadRegion(after, err), self.find_sync(after, self.end)
+                return BadRange(after, err), self.find_sync(after, self.end)
             return None, None
         if remaining < 4:
             if any(m.startswith(magic) for m in (PLAIN_MAGIC, ZSTD_MAGIC, EOF_MAGIC)):

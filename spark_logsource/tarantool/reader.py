@@ -1,7 +1,7 @@
 """Read one Tarantool xlog/snap/vylog/run/index file (or a byte range of it) as Arrow record batches.
 
 Ties together :mod:`meta` (the text header), :mod:`blocks` (framing, checksums, zstd, resync) and :mod:`rows`
-(the rows of one block).  Output schema (issue #2): ``file, offset, file_type, lsn, replica_id, tsn,
+(the rows of one block).  Output schema: ``file, offset, file_type, lsn, replica_id, tsn,
 is_commit, timestamp, type, group_id, space_id, index_id, key, tuple, ops, extra`` and, in PERMISSIVE mode,
 the corrupt-record column.  Bad data follows ``options.common.mode``:
 
@@ -20,13 +20,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from spark_logsource.arrowcols import string_column, variant_array, variant_field
+from spark_logsource.batching import MAX_BATCH_BYTES, ChunkBuffer
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.filters import Predicate, apply_predicates
+from spark_logsource.framing import BadRange
+from spark_logsource.io.window import source_size
 from spark_logsource.options import CommonOptions, ParseMode
-from spark_logsource.tarantool.blocks import BadRegion, Block, BlockScanner, source_size
+from spark_logsource.tarantool.blocks import Block, BlockScanner
 from spark_logsource.tarantool.meta import XlogMeta, read_meta
 from spark_logsource.tarantool.rows import SCALAR_COLUMNS, TUPLE_FORMATS, VALUE_COLUMNS, decode_payload, output_keys
 
@@ -79,76 +83,98 @@ def xlog_schema(tuple_format: str, corrupt_column: str | None) -> pa.Schema:
     return pa.schema(fields)
 
 
-class _BatchBuilder:
-    """Accumulates decoded column lists and cuts them into record batches of the output schema."""
+class _BlockRows:
+    """The rows of one block (or one corrupt-record row) as decoded column lists: a chunk of the batcher."""
 
-    def __init__(self, path: str, file_type: str | None, options: XlogReadOptions, predicates: Sequence[Predicate]):
+    __slots__ = ("cols", "corrupt", "n", "offset", "size", "value_keys")
+
+    def __init__(self, offset: int, cols: dict[str, list], corrupt: str | None, value_keys: tuple[str, ...],
+                 n: int | None = None) -> None:
+        self.offset = offset
+        self.cols = cols
+        self.corrupt = corrupt
+        self.value_keys = value_keys
+        self.n = len(cols["lsn"]) if n is None else n
+        self.size = sum(sum(map(len, filter(None, cols[k]))) for k in value_keys) + len(corrupt or "")
+
+    def row_bytes(self) -> list[int]:
+        sizes = [0] * self.n
+        for key in self.value_keys:
+            for r, cell in enumerate(self.cols[key]):
+                if cell:
+                    sizes[r] += len(cell)
+        if self.corrupt:
+            sizes[0] += len(self.corrupt)
+        return sizes
+
+    def rows(self, lo: int, hi: int) -> _BlockRows:
+        return _BlockRows(self.offset, {k: v[lo:hi] for k, v in self.cols.items()}, self.corrupt, self.value_keys,
+                          hi - lo)
+
+
+class _BatchBuilder:
+    """Decoded blocks → record batches of the output schema, within the row and byte limits of
+    :mod:`spark_logsource.batching`, with the predicates applied."""
+
+    def __init__(self, path: str, file_type: str | None, options: XlogReadOptions, predicates: Sequence[Predicate],
+                 max_batch_bytes: int | None = None):
         self.path = path
         self.file_type = file_type
         self.tuple_format = options.tuple_format
-        self.batch_size = options.common.batch_size
         self.corrupt_column = options.common.corrupt_column_or_none
         self.schema = xlog_schema(self.tuple_format, self.corrupt_column)
         self.predicates = predicates
         self.keys = output_keys(self.tuple_format)
-        self._reset()
-
-    def _reset(self) -> None:
-        self.cols: dict[str, list] = {k: [] for k in self.keys}
-        self.offsets: list[int] = []
-        self.corrupt: list[str | None] = []
-
-    def __len__(self) -> int:
-        return len(self.offsets)
+        self.value_keys = tuple(k for k in self.keys if k.split(".")[0] in VALUE_COLUMNS)
+        self.buffer = ChunkBuffer(options.common.batch_size,
+                                  MAX_BATCH_BYTES if max_batch_bytes is None else max_batch_bytes)
 
     def add_rows(self, offset: int, cols: dict[str, list]) -> None:
-        n = len(cols["lsn"])
-        for key in self.keys:
-            self.cols[key].extend(cols[key])
-        self.offsets.extend([offset] * n)
-        self.corrupt.extend([None] * n)
+        self.buffer.add(_BlockRows(offset, cols, None, self.value_keys))
 
     def add_corrupt(self, offset: int, message: str) -> None:
-        for key in self.keys:
-            self.cols[key].append(b"" if key.endswith(".metadata") else None)
-        self.offsets.append(offset)
-        self.corrupt.append(message)
+        cols = {key: [b"" if key.endswith(".metadata") else None] for key in self.keys}
+        self.buffer.add(_BlockRows(offset, cols, message, self.value_keys, 1))
 
     def full_batches(self) -> Iterator[pa.RecordBatch]:
-        while len(self) >= self.batch_size:
-            yield from self._emit(self.batch_size)
+        if self.buffer.full():
+            yield from self.flush()
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        if len(self):
-            yield from self._emit(len(self))
+        for group in self.buffer.take():
+            batch = apply_predicates(self._to_batch(group), self.predicates)
+            if len(batch):
+                yield batch
 
-    def _emit(self, n: int) -> Iterator[pa.RecordBatch]:
-        cols = {k: v[:n] for k, v in self.cols.items()}
-        offsets, corrupt = self.offsets[:n], self.corrupt[:n]
-        for v in self.cols.values():
-            del v[:n]
-        del self.offsets[:n]
-        del self.corrupt[:n]
-        batch = self._to_batch(n, cols, offsets, corrupt)
-        batch = apply_predicates(batch, self.predicates)
-        if len(batch):
-            yield batch
+    def _to_batch(self, group: list[_BlockRows]) -> pa.RecordBatch:
+        n = sum(c.n for c in group)
 
-    def _to_batch(self, n: int, cols: dict[str, list], offsets: list[int], corrupt: list[str | None]) -> pa.RecordBatch:
+        def column(key: str) -> list:
+            if len(group) == 1:
+                return group[0].cols[key]
+            out: list = []
+            for c in group:
+                out.extend(c.cols[key])
+            return out
+
+        offsets = pa.array(np.repeat(np.array([c.offset for c in group], np.int64), [c.n for c in group]), pa.int64())
         arrays: list[pa.Array] = [
             string_column(self.path, n),
-            pa.array(offsets, pa.int64()),
+            offsets,
             string_column(self.file_type, n) if self.file_type is not None else pa.nulls(n, pa.string()),
         ]
-        arrays += [pa.array(cols[name], _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
+        arrays += [pa.array(column(name), _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
         for name in VALUE_COLUMNS:
             if self.tuple_format == "variant":
-                arrays.append(variant_array(cols[name + ".value"], cols[name + ".metadata"]))
+                arrays.append(variant_array(column(name + ".value"), column(name + ".metadata")))
             elif self.tuple_format == "json":
-                arrays.append(pa.array(cols[name], pa.string()))
+                arrays.append(pa.array(column(name), pa.string()))
             else:
-                arrays.append(pa.array(cols[name], pa.binary()))
+                arrays.append(pa.array(column(name), pa.binary()))
         if self.corrupt_column is not None:
+            corrupt: list[str | None] = []
+            for c in group:
+                corrupt.extend([c.corrupt] * c.n)
             arrays.append(pa.array(corrupt, pa.string()))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
@@ -166,15 +192,20 @@ def iter_file_batches(
     end: int | None = None,
     options: XlogReadOptions | None = None,
     predicates: Sequence[Predicate] = (),
+    exact_start: bool = False,
+    size: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Batches (≤ ``batch_size`` rows, schema :func:`xlog_schema`) of the blocks starting in ``[start, end)``.
 
     ``source`` is seekable (pyarrow NativeFile or Python binary file); ``path`` is written to the ``file``
     column and to error messages.  Only rows satisfying every predicate are returned.
+    Streaming reads a range of a file that may still grow: ``exact_start`` says ``start`` is a block boundary
+    (the chain starts there, so a bad region at ``start`` is reported rather than skipped by a resync) and
+    ``size`` treats the file as ending there (bytes written after the range was planned are never looked at).
     """
     options = options if options is not None else XlogReadOptions()
     mode = options.common.mode
-    size = source_size(source)
+    size = source_size(source) if size is None else size
     if size == 0:
         log.info("%s: empty file (still being created?)", path)
         return
@@ -191,7 +222,7 @@ def iter_file_batches(
     scanner = BlockScanner(
         source,
         path,
-        data_offset=meta.data_offset,
+        data_offset=max(meta.data_offset, start) if exact_start else meta.data_offset,
         start=start,
         end=end,
         verify_checksums=options.common.verify_checksums,
@@ -206,7 +237,7 @@ def iter_file_batches(
                 _report(builder, mode, item.offset, exc)
             else:
                 builder.add_rows(item.offset, cols)
-        elif isinstance(item, BadRegion):
+        elif isinstance(item, BadRange):
             _report(builder, mode, item.offset, item.error)
         yield from builder.full_batches()
     yield from builder.flush()

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +63,7 @@ import msgpack
 
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.jsontext import to_json
+from spark_logsource.native import load_kernel
 from spark_logsource.tarantool import names
 from spark_logsource.tarantool.mpext import MpExtError, ext_hook
 from spark_logsource.variant import VariantEncodeError, encode_variant
@@ -386,15 +386,9 @@ def decode_payload_py(payload: bytes, tuple_format: str, path: str, block_offset
 
 
 def _load_kernel() -> Callable[[bytes, str, str, int], dict[str, list]]:
-    if os.environ.get("SPARK_LOGSOURCE_PURE_PYTHON") == "1":
-        return decode_payload_py
-    try:
-        from spark_logsource.tarantool._kernel import decode_payload as kernel_decode  # type: ignore[import-not-found]
-    except ImportError:
-        log.debug("C kernel not available, using the pure-Python Tarantool row decoder")
-        return decode_payload_py
-    return kernel_decode
+    kernel = load_kernel("spark_logsource.tarantool._kernel")
+    return decode_payload_py if kernel is None else kernel.decode_payload
 
 
-#: The implementation in use: the C kernel when available, else :func:`decode_payload_py`.
+#: The implementation in use: the C kernel unless :mod:`spark_logsource.native` says otherwise.
 decode_payload: Callable[[bytes, str, str, int], dict[str, list]] = _load_kernel()

@@ -1,0 +1,1 @@
+"""Bytes in: bounded windows over files, push buffers for sockets, bounded decompression."""

@@ -1,0 +1,32 @@
+"""Compiled twin of :func:`spark_logsource.mysql.rows_encode.encode_rows_event_py` (``_kernel.c``)."""
+
+from typing import Any
+
+K_NULL: int
+K_INT: int
+K_FLOAT: int
+K_DOUBLE: int
+K_DECIMAL: int
+K_DATE: int
+K_YEAR: int
+K_DATETIME2: int
+K_TIMESTAMP2: int
+K_TIME2: int
+K_TIMESTAMP_OLD: int
+K_DATETIME_OLD: int
+K_TIME_OLD: int
+K_TEXT: int
+K_ENUM: int
+K_SET: int
+K_BIT: int
+CS_UTF8: int
+CS_BINARY: int
+CS_TABLE: int
+CS_CODEC: int
+
+def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, json_keys: Any) -> object:
+    """The compiled description of one row-image shape (see ``rows_encode._plan``)."""
+
+def encode_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, op: int, as_json: bool,
+                path: str | None, data_base: int, in_block: bool, label: str) -> tuple[int, Any, Any]:
+    """Encode the row images of one rows event: ``(n, first, second)`` (see ``encode_rows_event_c``)."""

@@ -1,0 +1,31 @@
+"""Shims over what differs between pyspark versions or is not exposed by its API, in one place.
+
+Each shim names what it relies on; ``tests/spark/test_compat.py`` checks those facts on the installed pyspark and
+fails loudly when a new release changes them.
+
+Filter pushdown: Spark 4.1+ calls ``DataSourceReader.pushFilters`` only when
+``spark.sql.python.filterPushdown.enabled`` is true, and fails every query on a reader class that overrides it
+while the conf is false (DATA_SOURCE_PUSHDOWN_DISABLED). The conf is not passed to the data source, but pushdown
+runs in its own worker module (``pyspark/sql/worker/data_source_pushdown_filters.py``), which calls
+``DataSource.reader()`` before ``pushFilters``. :func:`called_for_pushdown` looks for that module on the call
+stack, so one format name works with the conf on (filters pushed, applied exactly) and off (Spark filters).
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: The file of Spark's filter-pushdown planning worker (pyspark 4.1 – 4.3).
+PUSHDOWN_WORKER_FILE = "data_source_pushdown_filters.py"
+#: Its module, imported by the tripwire test.
+PUSHDOWN_WORKER_MODULE = "pyspark.sql.worker.data_source_pushdown_filters"
+
+
+def called_for_pushdown() -> bool:
+    """True when the current call comes from Spark's filter-pushdown planning worker."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename.endswith(PUSHDOWN_WORKER_FILE):
+            return True
+        frame = frame.f_back
+    return False

@@ -1,0 +1,63 @@
+"""The one switch between the compiled kernels and the Python references, and what C and Python must share."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from spark_logsource import native
+from spark_logsource.mysql import rows_encode
+
+
+def test_pure_python_switch_bypasses_a_built_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+    assert native.load_kernel("spark_logsource.mysql._kernel") is None
+    assert rows_encode.rows_encoder() is rows_encode.encode_rows_event_py
+
+
+def test_missing_kernel_warns_once(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv(native.PURE_PYTHON_ENV, raising=False)
+    monkeypatch.setattr(native, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="spark_logsource.native"):
+        assert native.load_kernel("spark_logsource.no_such_kernel") is None
+        assert native.load_kernel("spark_logsource.no_such_kernel") is None
+    warnings = [r for r in caplog.records if "no_such_kernel" in r.getMessage()]
+    assert len(warnings) == 1 and "pure Python" in warnings[0].getMessage()
+
+
+def test_chosen_pure_python_does_not_warn(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+    monkeypatch.setattr(native, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="spark_logsource.native"):
+        native.load_kernel("spark_logsource.no_such_kernel")
+    assert not caplog.records
+
+
+def test_mysql_kernel_constants_match_the_plan_compiler() -> None:
+    kernel = native.import_kernel("spark_logsource.mysql._kernel")
+    if kernel is None:
+        pytest.fail("the MySQL kernel is not built: pip install -e . with a C compiler")
+    names = [n for n in dir(rows_encode) if n.startswith(("K_", "CS_")) and n.isupper()]
+    assert len(names) == 21
+    assert {n: getattr(kernel, n) for n in names} == {n: getattr(rows_encode, n) for n in names}
+
+
+@pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.mysql._kernel"])
+def test_stub_names_every_function_of_the_kernel(module: str) -> None:
+    """The .pyi stub beside each kernel declares exactly the names the compiled module exports."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    kernel = native.import_kernel(module)
+    if kernel is None:
+        pytest.fail(f"{module} is not built")
+    spec = importlib.util.find_spec(module.rsplit(".", 1)[0])
+    assert spec is not None and spec.submodule_search_locations
+    stub = Path(next(iter(spec.submodule_search_locations))) / "_kernel.pyi"
+    tree = ast.parse(stub.read_text())
+    declared = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    exported = {n for n in dir(kernel) if not n.startswith("__")}
+    assert declared == exported

@@ -1,0 +1,41 @@
+"""Tripwires: the facts about the installed pyspark that ``spark_logsource.readers.compat`` relies on."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from spark_logsource.readers import compat
+
+
+def test_pushdown_worker_module_exists_and_calls_reader_before_push_filters() -> None:
+    module = importlib.import_module(compat.PUSHDOWN_WORKER_MODULE)
+    assert module.__file__ is not None and module.__file__.endswith(compat.PUSHDOWN_WORKER_FILE)
+    source = inspect.getsource(module)
+    reader_call, push_call = source.find(".reader("), source.find(".pushFilters(")
+    assert reader_call != -1 and push_call != -1, "pyspark changed how it pushes filters: revisit compat.py"
+    assert reader_call < push_call, "pyspark now calls pushFilters before reader(): revisit compat.py"
+
+
+def test_base_reader_push_filters_is_what_spark_compares_against() -> None:
+    """Spark refuses readers whose pushFilters is not the base method while the conf is off: our plain reader
+    must not override it, the pushdown reader must."""
+    from pyspark.sql.datasource import DataSourceReader
+
+    from spark_logsource.readers.base import LogReader, PushdownLogReader
+
+    assert LogReader.pushFilters is DataSourceReader.pushFilters
+    assert PushdownLogReader.pushFilters is not DataSourceReader.pushFilters
+
+
+def test_not_called_for_pushdown_from_a_test() -> None:
+    assert compat.called_for_pushdown() is False
+
+
+@pytest.mark.parametrize("name", ["DataSourceStreamReader", "InputPartition", "DataSourceReader"])
+def test_datasource_api_names_exist(name: str) -> None:
+    from pyspark.sql import datasource
+
+    assert hasattr(datasource, name)
