@@ -335,6 +335,7 @@ def test_pure_python_switch(fixtures_dir, monkeypatch):
     calls = []
     real_c = rows_encode.encode_rows_event_c
     monkeypatch.setattr(rows_encode, "encode_rows_event_c", lambda *a, **k: calls.append("c") or real_c(*a, **k))
+    monkeypatch.delenv("SPARK_LOGSOURCE_PURE_PYTHON", raising=False)
     kernel = case.run(rows_encode.encode_rows_event)
     monkeypatch.setenv("SPARK_LOGSOURCE_PURE_PYTHON", "1")
     pure = case.run(rows_encode.encode_rows_event)
