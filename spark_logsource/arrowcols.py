@@ -2,8 +2,8 @@
 
 A Spark ``variant`` column crosses the Arrow boundary as ``struct<value: binary NOT NULL, metadata: binary
 NOT NULL>`` whose field carries the metadata ``{b"variant": b"true"}`` (Spark's ``ArrowUtils``; checked on
-pyspark 4.3, see /work/shared/notes/spark-python-datasource.md).  A SQL NULL row is a null struct slot; its
-children still hold a (empty) value so that they stay non-null, as their type demands.
+pyspark 4.3, see ``docs/formats/spark-datasource.md`` "Variant column shape").  A SQL NULL row is a null
+struct slot; its children still hold a (empty) value so that they stay non-null, as their type demands.
 """
 
 from __future__ import annotations

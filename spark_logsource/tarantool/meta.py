@@ -1,6 +1,6 @@
 """The text meta header at the start of every Tarantool xlog/snap/vylog/run/index file.
 
-Layout (tarantool ``src/box/xlog.c`` ``xlog_meta_parse``, ``../shared/notes/tarantool.md``)::
+Layout (tarantool ``src/box/xlog.c`` ``xlog_meta_parse``, ``docs/formats/tarantool-xlog.md`` "Meta header")::
 
     XLOG\\n                       file type: XLOG, SNAP, VYLOG, RUN or INDEX
     0.13\\n                       format version: 0.12 (1.6) or 0.13 (1.7+)

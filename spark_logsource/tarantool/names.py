@@ -2,7 +2,8 @@
 
 Source: tarantool/tarantool ``src/box/iproto_constants.h`` (``IPROTO_KEYS``, ``IPROTO_TYPES``,
 ``IPROTO_RAFT_KEYS``, ``VY_RUN_INFO_KEYS``, ``VY_PAGE_INFO_KEYS``, ``VY_ROW_INDEX_KEYS``) and
-``../shared/notes/tarantool.md``.  Key names are the constant names in lower case without the ``IPROTO_``
+``docs/formats/tarantool-xlog.md`` ("Request types", "Body keys").
+Key names are the constant names in lower case without the ``IPROTO_``
 prefix (``IPROTO_INDEX_BASE`` → ``index_base``); a code without a name is written as its decimal digits.
 """
 
