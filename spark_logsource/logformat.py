@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -45,6 +45,23 @@ class Split:
         return dict(self.hints).get(name, default)
 
 
+@dataclass(frozen=True, slots=True)
+class CliFlag:
+    """A command-line flag a format brings to ``spark-logsource`` (``--space 512`` → option ``spaceId=512``).
+
+    ``repeatable`` flags may be given several times and become a comma list; ``commands`` are the subcommands
+    that accept the flag. Formats sharing a flag must map it to the same option.
+    """
+
+    flag: str
+    option: str
+    help: str = ""
+    type: Callable[[str], Any] = str
+    repeatable: bool = False
+    choices: tuple[str, ...] | None = None
+    commands: frozenset[str] = frozenset({"cat"})
+
+
 class LogFormat(abc.ABC):
     """One file format: options, schema, planning and reading."""
 
@@ -55,6 +72,25 @@ class LogFormat(abc.ABC):
     #: Predicate operators accepted on those columns.
     pushable_ops: ClassVar[frozenset[str]] = frozenset({"=", "<=>", "<", "<=", ">", ">=", "in", "is_null",
                                                         "is_not_null"})
+
+    # --- command line (``spark-logsource``): what the format brings, so the CLI names no format ---------------
+    #: Title of the format's group of flags in ``--help``.
+    cli_title: ClassVar[str] = ""
+    #: The format's own flags.
+    cli_flags: ClassVar[tuple[CliFlag, ...]] = ()
+    #: Options the CLI sets for text output (e.g. JSON text instead of Variant columns); the user's win.
+    text_options: ClassVar[Mapping[str, str]] = {}
+    #: Columns that hold JSON text under :attr:`text_options` (printed as nested JSON, not as strings).
+    json_text_columns: ClassVar[frozenset[str]] = frozenset()
+    #: URI schemes of live servers this format reads (``tarantool://``): a target with one is passed as ``uri``.
+    uri_schemes: ClassVar[tuple[str, ...]] = ()
+    #: Whether ``spark-logsource follow`` may pick this format for a live URI.
+    can_follow: ClassVar[bool] = False
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        """Whether a file named ``name`` starting with ``head`` (up to 16 bytes) is one of this format's."""
+        return False
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         opts = OptionMap(options)
