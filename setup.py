@@ -28,6 +28,18 @@ kernels = [
         optional=True,
     ),
     Extension(
+        "spark_logsource.tarantool._frames",
+        sources=["spark_logsource/tarantool/_frames.c"],
+        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        optional=True,
+    ),
+    Extension(
+        "spark_logsource.memcached._kernel",
+        sources=["spark_logsource/memcached/_kernel.c"],
+        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        optional=True,
+    ),
+    Extension(
         "spark_logsource.mysql._kernel",
         sources=["spark_logsource/mysql/_kernel.c"],
         depends=_headers("_native", "mysql"),
@@ -46,7 +58,8 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["spark_logsource", "spark_logsource.*"]),
-    py_modules=["pyspark_tarantool_xlog", "pyspark_mysql_binlog"],
+    py_modules=["pyspark_tarantool_xlog", "pyspark_mysql_binlog", "pyspark_memcached_tap", "pyspark_yugabyte_wal",
+                "pyspark_tarantool_replication", "pyspark_mysql_replication"],
     ext_modules=kernels,
     package_data={"spark_logsource.tarantool": ["_kernel.pyi"], "spark_logsource.mysql": ["_kernel.pyi"]},
     install_requires=[
@@ -65,8 +78,15 @@ setup(
         "spark": ["pyspark>=4.0", "pandas>=2.2,<3"],  # pyspark 4.3 does not support pandas 3 yet
         "cli": ["pyyaml>=6", "tqdm>=4.60"],
         "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.2,<3", "pyyaml>=6",
-                 "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28"],
+                 "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28",
+                 "matplotlib>=3.7"],  # tests/notebooks runs the notebooks, which draw their plots with it
+        # notebooks/: the change-rate plot is drawn with matplotlib (on Databricks it is preinstalled)
+        "notebooks": ["pyspark>=4.0", "pandas>=2.2,<3", "matplotlib>=3.7"],
         "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],
+        # mysql-replication (live MySQL/MariaDB): pymysql does the client handshake and login (auth plugins,
+        # AuthSwitch, TLS, caching_sha2 with RSA) and re-joins packets over 16 MiB; pure Python, well kept, and
+        # already what the tests talk to the server with. The dump commands and events are our own code.
+        "live": ["pymysql>=1.1"],
     },
     entry_points={"console_scripts": ["spark-logsource = spark_logsource.cli:main"]},
 )

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mariadb_server import REPO, open_server, tcp_settings  # the benchmarks/ folder is sys.path[0]
-
 from tests.servers.mariadb import MariaDBServer
 
 log = logging.getLogger("bench_mysql")

@@ -31,7 +31,8 @@ fi
   -e ".[spark,cli,test,bench]"
 .venv/bin/python - <<'PY'
 import importlib.util, sys
-for name in ("spark_logsource.tarantool._kernel", "spark_logsource.mysql._kernel"):
+for name in ("spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames", "spark_logsource.mysql._kernel",
+             "spark_logsource.memcached._kernel"):
     built = importlib.util.find_spec(name) is not None
     print(f"setup: {name} {'built' if built else 'NOT built (pure Python fallback)'}", file=sys.stderr)
 PY

@@ -3,6 +3,7 @@
     spark-logsource cat /var/lib/tarantool --space 512 --from 1000 --format json
     spark-logsource cat /var/lib/mysql/binlog.000042 --database shop --view events
     spark-logsource sql "SELECT type, count(*) FROM xlog GROUP BY type" --view xlog=tarantool-xlog:/var/lib/tarantool
+    spark-logsource follow /var/lib/tarantool --space 512 --from latest
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import decimal
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -199,6 +202,90 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+#: URI schemes of live sources → their streaming format (``follow tarantool://host:3301``).
+FOLLOW_SCHEMES = {"tarantool": "tarantool-replication"}
+_JSON_TEXT_COLUMNS = ("key", "tuple", "ops", "extra", "before", "after", "data")
+
+
+def _follow_format(target: str) -> str:
+    scheme = target.split("://", 1)[0].lower() if "://" in target else ""
+    if scheme in FOLLOW_SCHEMES:
+        return FOLLOW_SCHEMES[scheme]
+    return detect_format([target])
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    """Print rows as they are written (like ``tail -f``) until Ctrl-C; the resume position goes to stderr."""
+    from spark_logsource.streaming.stream import offset_json
+
+    fmt_name = args.source or _follow_format(args.target)
+    options: dict[str, Any] = {}
+    for kv in args.option:
+        name, sep, value = kv.partition("=")
+        if not sep or not name:
+            raise OptionError("--option", f"expected NAME=VALUE, got {kv!r}")
+        options[name] = value
+    if fmt_name.startswith("tarantool"):
+        options.setdefault("tupleFormat", "json")
+        if args.space:
+            options["spaceId"] = ",".join(str(v) for v in args.space)
+    if args.from_position:
+        options["startingPosition"] = args.from_position
+    stream = format_class(fmt_name)({**options, "paths": [args.target]}).stream()
+    json_columns = frozenset(f.name for f in stream.schema() if f.name in _JSON_TEXT_COLUMNS
+                             and pa.types.is_string(f.type))
+    out = sys.stdout
+    done: dict[str, Any] | None = None  # end of the last range printed whole: where a next run resumes
+    start = stream.initial_offset()
+    budget = stream.default_budget()
+    stop = threading.Event()
+    previous = _on_sigint(lambda *_: stop.set())  # Ctrl-C ends the current batch, then the loop
+    try:
+        # The loop of spark_logsource.follow(), kept here to know when a range is printed whole.
+        while not stop.is_set():
+            end = stream.latest_offset(start, budget)
+            if offset_json(end) == offset_json(start):
+                done = start
+                stop.wait(args.interval)
+                continue
+            for batch in (b for slice_ in stream.plan(start, end) for b in stream.read_slice(slice_)):
+                _print_batch(out, batch, args.output, json_columns)
+                out.flush()
+                if stop.is_set():
+                    break
+            else:
+                stream.commit(end)
+                start = done = end
+    except BrokenPipeError:  # `spark-logsource follow ... | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    finally:
+        _on_sigint(previous)
+        stream.stop()
+    if done is not None:
+        print(f"spark-logsource: stopped; resume with --from '{offset_json(done)}'", file=sys.stderr)
+    return 0
+
+
+def _on_sigint(handler: Any) -> Any:
+    """Install ``handler`` for SIGINT (main thread only); the previous handler, or None when not installed."""
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _print_batch(out: Any, batch: pa.RecordBatch, output: str, json_columns: frozenset[str]) -> None:
+    if output == "yaml":
+        import yaml
+
+        for record in iter_records(iter([batch]), json_columns):
+            out.write(yaml.safe_dump(record, explicit_start=True, sort_keys=False, allow_unicode=True))
+    else:
+        for row in batch.to_pylist():
+            out.write(json_line(row, json_columns))
+            out.write("\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-logsource", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,6 +315,16 @@ def build_parser() -> argparse.ArgumentParser:
     my.add_argument("--table", action="append", help="db.table (wildcards allowed; repeatable)")
     my.add_argument("--view", choices=["changes", "events"])
 
+    follow = sub.add_parser("follow", help="print rows as they are written (like tail -f), without Spark")
+    follow.add_argument("target", metavar="DIR|URI", help="a WAL directory, or a live server URI")
+    follow.add_argument("--source", help="streaming format (default: detected from DIR|URI)")
+    follow.add_argument("--space", action="append", type=int, help="space id (repeatable)")
+    follow.add_argument("--from", dest="from_position", metavar="POSITION",
+                        help="earliest (default), latest, or a JSON offset printed by an earlier run")
+    follow.add_argument("--output", choices=["json", "yaml"], default="json")
+    follow.add_argument("--interval", type=float, default=0.5, help="seconds between polls when idle")
+    follow.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="any reader option")
+
     sql = sub.add_parser("sql", help="run a Spark SQL query over logs on a local (or given) Spark")
     sql.add_argument("query")
     sql.add_argument("--view", action="append", required=True, metavar="NAME=FORMAT:PATH",
@@ -248,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "cat":
             return cmd_cat(args)
+        if args.command == "follow":
+            return cmd_follow(args)
         return cmd_sql(args)
     except LogSourceError as exc:
         print(f"spark-logsource: {exc}", file=sys.stderr)

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 FORMATS: dict[str, str] = {
     "tarantool-xlog": "spark_logsource.tarantool.format:TarantoolXlogFormat",
     "mysql-binlog": "spark_logsource.mysql.format:MysqlBinlogFormat",
+    "mysql-replication": "spark_logsource.mysql.replication_format:MysqlReplicationFormat",
+    "tarantool-replication": "spark_logsource.tarantool.replication_format:TarantoolReplicationFormat",
+    "memcached-tap": "spark_logsource.memcached.format:MemcachedTapFormat",
+    "yugabyte-wal": "spark_logsource.yugabyte.format:YugabyteWalFormat",
 }
 
 

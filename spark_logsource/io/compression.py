@@ -25,8 +25,10 @@ def zstd_frame(data: bytes | memoryview, limit: int) -> bytes:
     fed = 0
     try:
         while fed < len(view) and not dobj.eof:
-            chunk = dobj.decompress(view[fed : fed + _ZSTD_INPUT_PIECE])
-            fed += _ZSTD_INPUT_PIECE
+            # as much input as cannot expand past what is left of the cap (3 bytes ≤ 128 KiB), 512 bytes at least
+            piece = max(_ZSTD_INPUT_PIECE, 3 * ((limit - total) >> 17))
+            chunk = dobj.decompress(view[fed : fed + piece])
+            fed += piece
             total += len(chunk)
             if total > limit:
                 raise DecodeError(0, f"zstd frame expands beyond {limit} bytes")

@@ -5,7 +5,7 @@
  *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
  *
  * encode_rows decodes the row images of one rows event (data[pos:] holds them back to back: mysql-server
- * sql/rpl_record.cc unpack_row; shared/notes/mysql-binlog.md): per image a NULL bitmap over the PRESENT columns,
+ * sql/rpl_record.cc unpack_row; docs/formats/mysql-binlog.md "Rows events"): per image a NULL bitmap over the PRESENT columns,
  * then the values of the present non-NULL columns. Each image becomes either compact JSON text (the text
  * spark_logsource.jsontext.to_json gives the row dict of rows.py) or a Spark Variant value (the bytes
  * spark_logsource.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is

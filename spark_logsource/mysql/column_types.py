@@ -2,7 +2,8 @@
 
 Type codes are ``enum_field_types`` of mysql-server ``include/field_types.h`` (MariaDB ``include/mysql_com.h``).
 The per-type metadata layout in TABLE_MAP follows mysql-server ``libs/mysql/binlog/event/rows_event.cpp``
-(``Table_map_event`` / ``table_def``) and MariaDB ``sql/log_event.cc``; see ``shared/notes/mysql-binlog.md``.
+(``Table_map_event`` / ``table_def``) and MariaDB ``sql/log_event.cc``; see ``docs/formats/mysql-binlog.md``
+"TABLE_MAP".
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import CorruptDataError, EncryptedBinlogError, TruncatedDataError
 from . import event_types as et
+from .decimal import decode_decimal_bytes
 from .fde import FormatDescription
 from .gtid import decode_gtid_list, decode_maria_gtid, decode_mysql_gtid, decode_previous_gtids
 from .header import HEADER_LEN
@@ -128,8 +129,6 @@ def _user_var(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     elif kind == 4:
         if len(raw) < 2:
             raise TruncatedDataError(b.path, b.offset, "USER_VAR DECIMAL without precision and scale")
-        from .values import decode_decimal_bytes
-
         try:
             out["value"] = decode_decimal_bytes(bytes(raw[2:]), raw[0], raw[1])
         except Exception as exc:  # D's decoder raises its own value errors

@@ -1,6 +1,6 @@
 """Framing of a binlog file into events: magic, FORMAT_DESCRIPTION_EVENT, event_size walk, CRC32, resync.
 
-The file is ``fe 62 69 6e`` then v4 events (``shared/notes/mysql-binlog.md``; mysql-server
+The file is ``fe 62 69 6e`` then v4 events (``docs/formats/mysql-binlog.md`` "Walking events and resync"; mysql-server
 ``libs/mysql/binlog/event/binlog_event.h``). Events are walked by ``event_size`` (never ``log_pos``, which is 0
 inside TRANSACTION_PAYLOAD and for MariaDB 11 in-transaction events). Plain files are read through a bounded
 window (one chunk, or one event when an event is larger), so memory does not grow with the file; ``.gz`` files

@@ -1,14 +1,14 @@
 """The ``mysql-binlog`` format: options (mysqlbinlog's filters), file selection, split planning and reading.
 
-Options (case-insensitive; issue #3): ``view`` changes|events, ``rowFormat`` variant|json, ``startPosition`` (first
-file only) / ``stopPosition`` (last file only), ``startDatetime`` / ``stopDatetime`` (ISO 8601; without an offset
-they are UTC), ``serverId``, ``databases``, ``tables`` (``db.table``, ``*`` wildcards), ``ops``, ``eventTypes``
-(comma lists); plus the common ones (``mode``, ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``,
-``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``); ``includeQuery`` (default true) fills the
-changes view's ``query`` column with the statement of each row (repeated on every row it changed).
-
-A directory is read as the binlogs in it: files starting with the binlog magic ``fe 62 69 6e`` or the gzip magic;
-index, relay-info and other files are left out. Files are read in name order (binlog numbers sort as text).
+Options (case-insensitive; the views: ``docs/formats/mysql-binlog.md`` "Output views"): ``view`` changes|events,
+``rowFormat`` variant|json, ``startPosition`` (first file only) / ``stopPosition`` (last file only),
+``startDatetime`` / ``stopDatetime`` (ISO 8601; without an offset they are UTC), ``serverId``, ``databases``,
+``tables`` (``db.table``, ``*`` wildcards), ``ops``, ``eventTypes`` (comma lists); plus the common ones (``mode``,
+``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``, ``pathGlobFilter``,
+``recursiveFileLookup``); ``includeQuery`` (default true) fills the changes view's ``query`` column with the
+statement of each row (repeated on every row it changed). A directory is read as the binlogs in it: files starting
+with the binlog magic ``fe 62 69 6e`` or the gzip magic; index, relay-info and other files are left out. Files are
+read in name order (binlog numbers sort as text).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import datetime as dt
 import difflib
 import logging
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -28,7 +29,11 @@ from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.events import is_gzip
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
+from spark_logsource.mysql.stream_options import parse_stream_options
 from spark_logsource.options import OptionMap
+
+if TYPE_CHECKING:
+    from spark_logsource.mysql.tail import BinlogDirStream
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +107,14 @@ class MysqlBinlogFormat(LogFormat):
             event_types=_event_types(opts),
             include_query=opts.boolean("includeQuery", True),
         )
+        #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.tail`.
+        self.stream_options = parse_stream_options(opts)
+
+    def stream(self) -> BinlogDirStream:
+        """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation."""
+        from spark_logsource.mysql.tail import BinlogDirStream
+
+        return BinlogDirStream(self)
 
     def schema(self) -> pa.Schema:
         return binlog_schema(self.view, self.row_format, self.common.corrupt_column_or_none)

@@ -24,6 +24,7 @@ from datetime import date, datetime
 from typing import Any
 
 from ..errors import CorruptDataError
+from .decimal import decimal_binary_size, decode_decimal_bytes
 from .packed import read_packed_int
 
 __all__ = ["JsonDecodeError", "decode_json_diffs", "decode_jsonb"]
@@ -92,8 +93,6 @@ def _packed_datetime(packed: int, field_type: int) -> Any:
 
 def _opaque(field_type: int, data: bytes, pos: int) -> Any:
     if field_type == 246 and len(data) >= 2:  # NEWDECIMAL
-        from .values import decimal_binary_size, decode_decimal_bytes
-
         precision, scale = data[0], data[1]
         if precision > 0 and scale <= precision and len(data) - 2 == decimal_binary_size(precision, scale):
             try:

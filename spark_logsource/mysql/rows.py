@@ -2,7 +2,7 @@
 compressed rows events (166–168 v1, 169–171 v2).
 
 Layout (mysql-server ``libs/mysql/binlog/event/rows_event.{h,cpp}`` ``Rows_event``, ``sql/rpl_record.cc``
-``unpack_row``; MariaDB ``sql/log_event.cc``; ``shared/notes/mysql-binlog.md``), after the common header:
+``unpack_row``; MariaDB ``sql/log_event.cc``; ``docs/formats/mysql-binlog.md`` "Rows events"), after the common header:
 
 * post-header: table_id (6 bytes, 4 when table_id_size is 4), flags u16 (1 STMT_END, 2 NO_FOREIGN_KEY_CHECKS,
   4 RELAXED_UNIQUE_CHECKS, 8 COMPLETE_ROWS); v2 only: extra_len u16 (counting itself) + extra-data TLVs;

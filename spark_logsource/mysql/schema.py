@@ -1,4 +1,4 @@
-"""Arrow schemas of the ``mysql-binlog`` format (issue #3 "Schema").
+"""Arrow schemas of the ``mysql-binlog`` format (``docs/formats/mysql-binlog.md`` "Output views").
 
 ``view=changes``: one row per changed row; ``view=events``: one row per event. With ``rowFormat=json`` the
 variant columns (before/after/data) are JSON strings instead. In PERMISSIVE mode the corrupt-record column

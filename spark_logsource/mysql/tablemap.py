@@ -1,7 +1,7 @@
 """TABLE_MAP_EVENT (type 19) decoding, with MySQL 8 / MariaDB 10.5+ optional metadata.
 
 Layout (mysql-server ``libs/mysql/binlog/event/rows_event.{h,cpp}`` ``Table_map_event``; MariaDB
-``sql/log_event.cc``; ``shared/notes/mysql-binlog.md``), after the 19-byte common header:
+``sql/log_event.cc``; ``docs/formats/mysql-binlog.md`` "TABLE_MAP"), after the 19-byte common header:
 
 * post-header: table_id (6 bytes LE, 4 when the FDE's post_header_len for TABLE_MAP is 6), flags u16;
 * body: schema (u8 length + name + NUL), table (u8 length + name + NUL), column count (packed int),
@@ -91,7 +91,8 @@ class TableMap:
 
 
 def string_length_from_meta(meta: int) -> int:
-    """Max byte length of a STRING/ENUM/SET column from its metadata (the CHAR>255 quirk, bug #37426)."""
+    """Max byte length of a STRING/ENUM/SET column from its metadata (the CHAR>255 quirk,
+    ``docs/formats/mysql-binlog.md`` "TABLE_MAP")."""
     byte0, byte1 = meta >> 8, meta & 0xFF
     if byte0 and (byte0 & 0x30) != 0x30:
         return byte1 | (((byte0 & 0x30) ^ 0x30) << 4)

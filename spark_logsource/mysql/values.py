@@ -3,7 +3,7 @@
 Byte layouts: mysql-server ``sql/field.cc`` (``Field_*::pack``), ``mysys/my_time.cc``
 (``my_datetime_packed_from_binary``, ``my_time_packed_from_binary``, ``my_timestamp_from_binary``),
 ``strings/decimal.cc`` (``bin2decimal``); MariaDB ``sql/log_event_client.cc`` (``log_event_print_value``);
-summarised in ``shared/notes/mysql-binlog.md``.
+summarised in ``docs/formats/mysql-binlog.md`` "Column values".
 
 :func:`column_decoder` builds, once per column, a closure ``decode(buf, pos) -> (value, new_pos)`` with
 all type dispatch done up front. ``buf`` must be ``bytes``. A decoder raises :class:`ValueTruncated`
@@ -45,6 +45,7 @@ from decimal import Decimal
 from typing import Any
 
 from . import column_types as ct
+from .decimal import decimal_binary_size, decimal_groups, decode_decimal_bytes
 from .jsonb import decode_jsonb
 from .tablemap import ColumnInfo, string_length_from_meta
 
@@ -81,7 +82,6 @@ _F64 = struct.Struct("<d").unpack_from
 _U32BE = struct.Struct(">I").unpack_from
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 
 
 def _fixed(unpack: Callable[[bytes, int], tuple[Any, ...]], size: int) -> ColumnDecoder:
@@ -117,53 +117,12 @@ def _integer(type_code: int, unsigned: bool) -> ColumnDecoder:
     return _fixed(_U64 if unsigned else _S64, 8)
 
 
-def decimal_binary_size(precision: int, scale: int) -> int:
-    """Bytes of a NEWDECIMAL(precision, scale) value (``decimal_bin_size`` in strings/decimal.cc)."""
-    intg = precision - scale
-    return (intg // 9) * 4 + _DIG2BYTES[intg % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
-
-
-def _decimal_groups(precision: int, scale: int) -> tuple[tuple[int, int, int, int], ...]:
-    """(shift, mask, digits multiplier, exclusive limit) of each digit group, most significant first."""
-    intg = precision - scale
-    intg0, intg0x = divmod(intg, 9)
-    frac0, frac0x = divmod(scale, 9)
-    widths = ([(_DIG2BYTES[intg0x], intg0x)] if intg0x else []) + [(4, 9)] * (intg0 + frac0)
-    if frac0x:
-        widths.append((_DIG2BYTES[frac0x], frac0x))
-    shift = sum(w for w, _ in widths) * 8
-    groups = []
-    for nbytes, digits in widths:
-        shift -= nbytes * 8
-        groups.append((shift, (1 << (nbytes * 8)) - 1, 10**digits, 10**digits))
-    return tuple(groups)
-
-
-def decode_decimal_bytes(raw: bytes, precision: int, scale: int,
-                         groups: tuple[tuple[int, int, int, int], ...] | None = None) -> Decimal:
-    """Decode one NEWDECIMAL binary value (``bin2decimal``): 9-digit groups in 4 bytes big-endian, the
-    leftover digits in 0–4 bytes (integer part first, fraction last), the sign in the flipped top bit,
-    negatives stored one's-complemented. Raises ValueError for a digit group out of range."""
-    nbits = len(raw) * 8
-    negative = not raw[0] & 0x80
-    value = int.from_bytes(raw, "big") ^ (1 << (nbits - 1))
-    if negative:
-        value ^= (1 << nbits) - 1
-    unscaled = 0
-    for shift, mask, multiplier, limit in groups or _decimal_groups(precision, scale):
-        group = (value >> shift) & mask
-        if group >= limit:
-            raise ValueError("decimal digit group out of range")
-        unscaled = unscaled * multiplier + group
-    return Decimal(f"{'-' if negative else ''}{unscaled}E-{scale}")
-
-
 def _newdecimal(meta: int) -> ColumnDecoder:
     precision, scale = meta >> 8, meta & 0xFF
     if scale > precision or precision == 0:
         raise ValueError(f"bad DECIMAL metadata precision={precision} scale={scale}")
     size = decimal_binary_size(precision, scale)
-    groups = _decimal_groups(precision, scale)
+    groups = decimal_groups(precision, scale)
 
     def decode(buf: bytes, pos: int) -> tuple[Decimal, int]:
         end = pos + size

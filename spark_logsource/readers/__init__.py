@@ -8,10 +8,15 @@ from pyspark.sql.datasource import DataSource
 
 
 def data_sources() -> list[type[DataSource]]:
+    from spark_logsource.readers.memcached_tap import MemcachedTapDataSource
     from spark_logsource.readers.mysql_binlog import MysqlBinlogDataSource
+    from spark_logsource.readers.mysql_replication import MysqlReplicationDataSource
+    from spark_logsource.readers.tarantool_replication import TarantoolReplicationDataSource
     from spark_logsource.readers.tarantool_xlog import TarantoolXlogDataSource
+    from spark_logsource.readers.yugabyte_wal import YugabyteWalDataSource
 
-    return [TarantoolXlogDataSource, MysqlBinlogDataSource]
+    return [TarantoolXlogDataSource, MysqlBinlogDataSource, MemcachedTapDataSource, YugabyteWalDataSource,
+            TarantoolReplicationDataSource, MysqlReplicationDataSource]
 
 
 def register_all(spark: Any) -> None:

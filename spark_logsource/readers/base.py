@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from spark_logsource.filters import Predicate
 from spark_logsource.logformat import LogFormat, Split
-from spark_logsource.readers.compat import called_for_pushdown
+from spark_logsource.readers.compat import Filter, called_for_pushdown
 from spark_logsource.readers.pushdown import to_predicate
 from spark_logsource.readers.schema import spark_schema
 

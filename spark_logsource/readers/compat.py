@@ -29,3 +29,13 @@ def called_for_pushdown() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+# ``pyspark.sql.datasource.Filter`` arrived with filter pushdown in 4.1. On 4.0 Spark never pushes filters, so a
+# placeholder keeps the modules that name it (annotations of ``pushFilters``) importable there.
+try:
+    from pyspark.sql.datasource import Filter
+except ImportError:  # pyspark 4.0
+
+    class Filter:  # type: ignore[no-redef]
+        """Placeholder on pyspark 4.0 (no filter pushdown: never instantiated)."""

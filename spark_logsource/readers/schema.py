@@ -7,6 +7,7 @@ from pyspark.sql.types import (
     BinaryType,
     BooleanType,
     DataType,
+    DecimalType,
     DoubleType,
     IntegerType,
     LongType,
@@ -41,6 +42,8 @@ def spark_type(field: pa.Field) -> DataType:
         return BinaryType()
     if pa.types.is_timestamp(t) and t.unit == "us" and t.tz == "UTC":
         return TimestampType()
+    if pa.types.is_decimal128(t):
+        return DecimalType(t.precision, t.scale)
     raise TypeError(f"no Spark type for Arrow field {field}")
 
 

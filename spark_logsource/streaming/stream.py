@@ -98,6 +98,17 @@ class LogStream(abc.ABC):
         """The budget of one micro-batch from the user's options (``maxRowsPerTrigger`` and the like)."""
         return ReadBudget()
 
+    def compare_offsets(self, a: Offset, b: Offset) -> int:
+        """-1, 0 or 1 as ``a`` is before, equal to or after ``b`` in this log.
+
+        Needed only to honour Spark's ``trigger(availableNow=True)`` on 4.2+ (never go past the target recorded
+        when the query started); a stream that does not override it still works, with one micro-batch up to the
+        offset seen at start (Spark's own fallback).
+        """
+        if offset_json(a) == offset_json(b):
+            return 0
+        raise NotImplementedError(f"{type(self).__name__} does not order its offsets")
+
     def commit(self, end: Offset) -> None:
         """Everything up to ``end`` is in the sink: acknowledge it to the source where the protocol wants that."""
         return None

@@ -141,13 +141,21 @@ static int json_value(tc_ctx *c, mp_rd *r, int depth)
     }
 }
 
-/* JSON text of the (validated) msgpack value at data[0..n) into c->out; c->nonascii tells if it is ASCII. */
-static int json_transcode(tc_ctx *c, const uint8_t *data, size_t n)
+/* JSON text of the (validated) msgpack value at data[0..n) appended to c->out (what it holds stays in place);
+ * c->nonascii tells if the text is ASCII. */
+static int json_transcode_append(tc_ctx *c, const uint8_t *data, size_t n)
 {
-    c->out.len = c->keytext.len = c->keys.len = c->order.len = 0;
+    c->keytext.len = c->keys.len = c->order.len = 0;
     c->nonascii = 0;
     mp_rd r = {data, data + n};
     return json_value(c, &r, 0);
+}
+
+/* JSON text of the (validated) msgpack value at data[0..n) into c->out; c->nonascii tells if it is ASCII. */
+static int json_transcode(tc_ctx *c, const uint8_t *data, size_t n)
+{
+    c->out.len = 0;
+    return json_transcode_append(c, data, n);
 }
 
 #endif

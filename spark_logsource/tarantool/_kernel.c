@@ -2,15 +2,19 @@
  * spark_logsource.tarantool._kernel: the compiled twin of spark_logsource.tarantool.rows.decode_payload_py.
  *
  *     decode_payload(payload, tuple_format, path, block_offset) -> dict[str, list]
+ *     ColumnBuilder(tuple_format): add_payload(payload, path, block_offset), add_corrupt(block_offset, message),
+ *                                  rows, bytes, take(max_rows, max_bytes, alloc) -> Arrow buffers of a batch
  *
  * `payload` is one Tarantool xlog/snap block (already decompressed): rows back to back, each a msgpack
  * header map and, unless it is a NOP without one, a body map (tarantool src/box/xrow.c xrow_header_decode;
- * ../shared/notes/tarantool.md). The row semantics, the output columns and the error contract are those of
+ * docs/formats/tarantool-xlog.md "Rows"). The row semantics, the output columns and the error contract are those of
  * rows.py's module docstring, which this file follows rule by rule; the reference is the spec, and the tests
- * (tests/test_tarantool_kernel.py) compare both implementations list for list on real files and fuzzed bytes.
+ * (tests/tarantool/test_kernel.py) compare both implementations list for list on real files and fuzzed bytes.
+ * ColumnBuilder is the twin of columns.PyColumnBuilder: the same rows, written as Arrow columns (_arrow.h) with no
+ * Python object per value; a block whose rows fail adds none (the columns are cut back to where they were).
  *
  * Layers: _msgpack.h (bounds-checked reader), _variant.h / _jsonw.h (one msgpack value -> Variant / JSON),
- * this file (rows -> columns, errors, the Python module). A value the C transcoders do not render themselves
+ * _arrow.h (Arrow buffers), this file (rows -> columns, errors, the Python module). A value the C transcoders do not render themselves
  * (Tarantool decimal/datetime/interval/error ext, unknown ext, invalid UTF-8, map or array as a map key, very
  * deep nesting) is decoded and encoded by the Python reference for that one value, so the output is the same
  * by construction. Only the CPython C API is used.
@@ -25,6 +29,7 @@
 #include "_text.h"
 #include "_variant.h"
 #include "_jsonw.h"
+#include "_arrow.h"
 
 /* ---- row layout constants (tarantool src/box/iproto_constants.h) ---- */
 enum {
@@ -52,6 +57,8 @@ static const char *const VALUE_NAMES[V_COUNT] = {"key", "tuple", "ops", "extra"}
 static PyObject *CorruptDataError;   /* spark_logsource.errors.CorruptDataError */
 static PyObject *names_module;       /* spark_logsource.tarantool.names */
 static PyObject *type_name_cache[256];
+static const char *type_text_cache[256]; /* UTF-8 of type_name_cache (owned by those objects) */
+static Py_ssize_t type_len_cache[256];
 static PyObject *header_name_cache[256];
 static PyObject *empty_metadata;     /* b"\x01\x00\x00" */
 static PyObject *empty_bytes;        /* b"" */
@@ -96,6 +103,8 @@ typedef struct {
     int64_t last_ts_value;
     PyObject *last_meta;   /* cache: the previous non-empty variant metadata */
     PyObject *extra_index; /* dict name -> index into `extra`, for rows with many extra members */
+    acols *out;            /* Arrow columns to append to (ColumnBuilder), or NULL: PyObject lists in `cols` */
+    int64_t offset_value;  /* block_offset as an integer (the `offset` column) */
 } decoder;
 
 /* ---- errors ---- */
@@ -239,10 +248,37 @@ static inline int push(decoder *d, int col, PyObject *obj)
 
 static int value_col(decoder *d, int v) { return C_NSCALAR + (d->fmt == FMT_VARIANT ? 2 * v : v); }
 
+/* Arrow columns: one value (p == NULL: absent, a null) and, in variant format, its metadata. */
+static int arrow_value(decoder *d, int v, const void *p, size_t n, const void *m, size_t mn)
+{
+    if (ac_var(d->out, A_KEY + v, p, p ? n : 0, p != NULL))
+        return -1;
+    /* the metadata child of a variant stays non-null: empty bytes under a null struct slot */
+    return d->fmt == FMT_VARIANT ? ac_var(d->out, A_KEY_META + v, m, p ? mn : 0, 1) : 0;
+}
+
+/* Arrow columns: a value the Python path rendered (str for JSON, bytes value and metadata for variant). */
+static int arrow_py_value(decoder *d, int v, PyObject *out, PyObject *meta)
+{
+    if (d->fmt == FMT_JSON) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(out, &n);
+        return text == NULL ? -1 : arrow_value(d, v, text, (size_t)n, NULL, 0);
+    }
+    if (!PyBytes_Check(out) || !PyBytes_Check(meta)) {
+        PyErr_SetString(PyExc_TypeError, "variant_of did not return bytes");
+        return -1;
+    }
+    return arrow_value(d, v, PyBytes_AS_STRING(out), (size_t)PyBytes_GET_SIZE(out), PyBytes_AS_STRING(meta),
+                       (size_t)PyBytes_GET_SIZE(meta));
+}
+
 /* Append one value column entry: absent (val == NULL) or the stored bytes val[0..len). */
 static int put_value(decoder *d, int v, const uint8_t *val, size_t len, int flags)
 {
     int col = value_col(d, v);
+    if (d->out != NULL && (val == NULL || d->fmt == FMT_MSGPACK))
+        return arrow_value(d, v, val, len, NULL, 0);
     if (val == NULL) {
         if (push(d, col, Py_NewRef(Py_None)))
             return -1;
@@ -251,8 +287,24 @@ static int put_value(decoder *d, int v, const uint8_t *val, size_t len, int flag
     if (d->fmt == FMT_MSGPACK)
         return push(d, col, PyBytes_FromStringAndSize((const char *)val, (Py_ssize_t)len));
     int rc = TC_FALLBACK;
-    if (!(flags & MPF_PY))
+    if (d->out != NULL && !(flags & MPF_PY)) {
+        /* Arrow columns: the transcoder appends straight to the column's data (no copy through tc.out). */
+        acol *target = &d->out->c[A_KEY + v];
+        size_t start = target->data.len;
+        ls_buf scratch = d->tc.out;
+        d->tc.out = target->data;
+        rc = d->fmt == FMT_VARIANT ? var_transcode_append(&d->tc, val, len) : json_transcode_append(&d->tc, val, len);
+        target->data = d->tc.out;
+        d->tc.out = scratch;
+        if (rc == TC_OK) {
+            if (ac_var_commit(d->out, A_KEY + v, start))
+                return -1;
+            return d->fmt == FMT_VARIANT ? ac_var(d->out, A_KEY_META + v, d->tc.meta.data, d->tc.meta.len, 1) : 0;
+        }
+        target->data.len = start; /* a value the Python path renders, or no memory: nothing of it stays */
+    } else if (!(flags & MPF_PY)) {
         rc = d->fmt == FMT_VARIANT ? var_transcode(&d->tc, val, len) : json_transcode(&d->tc, val, len);
+    }
     if (rc == TC_NOMEM) {
         PyErr_NoMemory();
         return -1;
@@ -261,11 +313,19 @@ static int put_value(decoder *d, int v, const uint8_t *val, size_t len, int flag
         PyObject *out = NULL, *meta = NULL;
         if (py_encode(d, val, len, &out, &meta))
             return -1;
+        if (d->out != NULL) {
+            int res = arrow_py_value(d, v, out, meta);
+            Py_DECREF(out);
+            Py_XDECREF(meta);
+            return res;
+        }
         if (push(d, col, out))
             return -1;
         return d->fmt == FMT_VARIANT ? push(d, col + 1, meta) : 0;
     }
     const ls_buf *o = &d->tc.out;
+    if (d->out != NULL)
+        return arrow_value(d, v, o->data, o->len, d->tc.meta.data, d->tc.meta.len);
     if (d->fmt == FMT_JSON) {
         if (!d->tc.nonascii) {
             PyObject *s = PyUnicode_New((Py_ssize_t)o->len, 127);
@@ -416,6 +476,14 @@ static int read_map(decoder *d, mp_rd *r, ls_buf *entries, int is_header)
         return fail(d, "row %s is not a map", what);
     /* Values nested in a map decoded whole sit one level deeper for msgpack-python's stack limit. */
     int max_depth = d->fmt == FMT_MSGPACK ? MP_MAX_DEPTH : MP_MAX_DEPTH - 1;
+    /* it.n is at most half the bytes left (mp_next checked it): the room is bounded by the payload */
+    if (ls_buf_reserve(entries, (size_t)it.n * sizeof(kv_entry))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* Entries are written field by field in place (a struct built on the stack and copied whole stalled on
+     * store forwarding: the flags written by mp_skip, read back as part of a wider load). */
+    kv_entry *e = (kv_entry *)entries->data;
     for (uint32_t i = 0; i < it.n; i++) {
         mp_item key;
         rc = mp_next(r, &key);
@@ -423,16 +491,18 @@ static int read_map(decoder *d, mp_rd *r, ls_buf *entries, int is_header)
             return fail_mp(d, rc, what);
         if (key.kind != MPK_UINT)
             return fail(d, "row %s key is not an unsigned integer", what);
-        kv_entry e = {key.v.u, r->p, 0, 0, i};
-        rc = mp_skip(r, max_depth, &e.flags);
+        const uint8_t *val = r->p;
+        int flags;
+        rc = mp_skip(r, max_depth, &flags);
         if (rc)
-            return (e.flags & MPF_TOO_DEEP) ? fail(d, "msgpack nesting deeper than %d", MP_MAX_DEPTH)
-                                            : fail_mp(d, rc, what);
-        e.len = (size_t)(r->p - e.val);
-        if (ls_buf_put(entries, &e, sizeof e)) {
-            PyErr_NoMemory();
-            return -1;
-        }
+            return (flags & MPF_TOO_DEEP) ? fail(d, "msgpack nesting deeper than %d", MP_MAX_DEPTH)
+                                          : fail_mp(d, rc, what);
+        e[i].code = key.v.u;
+        e[i].val = val;
+        e[i].len = (size_t)(r->p - val);
+        e[i].flags = flags;
+        e[i].index = i;
+        entries->len += sizeof(kv_entry);
     }
     /* rows.py decodes every such value, even one a later duplicate replaces: the same errors here. Values that
      * stay are decoded again when they are rendered (variant / json), so only the others are decoded now. */
@@ -609,10 +679,44 @@ static int build_extra_msgpack(decoder *d, int *flags)
 
 /* ---- one row ---- */
 
+/* Arrow columns: the type name of a row (names.type_name). */
+static int arrow_type(acols *s, uint64_t code)
+{
+    if (code < 256)
+        return ac_var(s, A_TYPE, type_text_cache[code], (size_t)type_len_cache[code], 1);
+    PyObject *name = type_name(code);
+    if (name == NULL)
+        return -1;
+    Py_ssize_t n;
+    const char *text = PyUnicode_AsUTF8AndSize(name, &n);
+    int rc = text == NULL ? -1 : ac_var(s, A_TYPE, text, (size_t)n, 1);
+    Py_DECREF(name);
+    return rc;
+}
+
+/* Arrow columns: the scalars of a row whose values are written; the row is then complete. */
+static int arrow_scalars(decoder *d, uint64_t rtype, uint64_t lsn, uint64_t replica_id, uint64_t tsn, int is_commit,
+                         int has_ts, int64_t micros, uint64_t group_id, int64_t space_id, int64_t index_id)
+{
+    acols *s = d->out;
+    if (ac_i64(s, A_OFFSET, d->offset_value, 1) || ac_i64(s, A_LSN, (int64_t)lsn, 1) ||
+        ac_i32(s, A_REPLICA_ID, (int32_t)replica_id, 1) || ac_i64(s, A_TSN, (int64_t)tsn, 1) ||
+        ac_bool(s, A_IS_COMMIT, is_commit, 1) || ac_i64(s, A_TIMESTAMP, has_ts ? micros : 0, has_ts) ||
+        arrow_type(s, rtype) || ac_i32(s, A_GROUP_ID, (int32_t)group_id, 1) ||
+        ac_i32(s, A_SPACE_ID, space_id < 0 ? 0 : (int32_t)space_id, space_id >= 0) ||
+        ac_i32(s, A_INDEX_ID, index_id < 0 ? 0 : (int32_t)index_id, index_id >= 0) ||
+        ac_var(s, A_CORRUPT, NULL, 0, 0))
+        return -1;
+    s->rows++;
+    return 0;
+}
+
 static PyObject *int_obj(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
 
 static int decode_row(decoder *d, mp_rd *r)
 {
+    if (d->out != NULL && ac_row_room(d->out))
+        return -1;
     if (read_map(d, r, &d->header, 1))
         return -1;
     /* Header value checks (rows._check_header) on the deduplicated map. */
@@ -748,6 +852,8 @@ static int decode_row(decoder *d, mp_rd *r)
             return -1;
     }
     extra_clear(d);
+    if (d->out != NULL)
+        return arrow_scalars(d, rtype, lsn, replica_id, tsn, is_commit, has_ts, micros, group_id, space_id, index_id);
     /* Scalars last, so that every column grows by exactly one per row or not at all. */
     PyObject *lsn_obj = int_obj(lsn);
     if (push(d, C_LSN, lsn_obj))
@@ -887,6 +993,215 @@ done:
     return result;
 }
 
+/* ---- ColumnBuilder: rows of many blocks -> Arrow columns ---- */
+
+typedef struct {
+    PyObject_HEAD
+    acols cols;
+    decoder d; /* scratch state reused for every block (d.out points at cols) */
+} ColumnBuilder;
+
+static int parse_format(const char *tuple_format, int *fmt)
+{
+    if (strcmp(tuple_format, "variant") == 0) {
+        *fmt = FMT_VARIANT;
+    } else if (strcmp(tuple_format, "json") == 0) {
+        *fmt = FMT_JSON;
+    } else if (strcmp(tuple_format, "msgpack") == 0) {
+        *fmt = FMT_MSGPACK;
+    } else {
+        PyErr_Format(PyExc_ValueError, "tuple_format must be one of ('variant', 'json', 'msgpack'), got '%s'",
+                     tuple_format);
+        return -1;
+    }
+    return 0;
+}
+
+static int builder_init(ColumnBuilder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"tuple_format", NULL};
+    const char *tuple_format;
+    int fmt;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "s:ColumnBuilder", kwlist, &tuple_format))
+        return -1;
+    if (parse_format(tuple_format, &fmt))
+        return -1;
+    decoder_free(&self->d);
+    ac_free(&self->cols);
+    memset(&self->d, 0, sizeof self->d);
+    if (ac_init(&self->cols)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->d.fmt = fmt;
+    self->d.ncols = 0; /* no PyObject lists in this mode */
+    self->d.out = &self->cols;
+    return 0;
+}
+
+static void builder_dealloc(ColumnBuilder *self)
+{
+    decoder_free(&self->d);
+    ac_free(&self->cols);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int builder_ready(ColumnBuilder *self)
+{
+    if (self->d.out == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ColumnBuilder.__init__ was not called");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(add_payload_doc,
+             "add_payload(payload, path, block_offset) -> int\n\n"
+             "Decode the rows of one block payload into the columns; returns how many rows it added. Malformed rows\n"
+             "raise CorruptDataError(path, block_offset, 'row N at payload byte P: ...') and add no row at all.");
+
+static PyObject *builder_add_payload(ColumnBuilder *self, PyObject *args)
+{
+    Py_buffer buf;
+    PyObject *path, *block_offset;
+    if (builder_ready(self) || !PyArg_ParseTuple(args, "y*OO:add_payload", &buf, &path, &block_offset))
+        return NULL;
+    decoder *d = &self->d;
+    acols *s = &self->cols;
+    d->offset_value = PyLong_AsLongLong(block_offset);
+    if (d->offset_value == -1 && PyErr_Occurred()) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    d->base = buf.buf;
+    d->end = d->base + buf.len;
+    d->path = path;
+    d->block_offset = block_offset;
+    size_t rows0 = s->rows;
+    uint64_t bytes0 = s->bytes;
+    mp_rd r = {d->base, d->end};
+    Py_ssize_t nrows = 0;
+    while (r.p < r.end) {
+        d->row = nrows;
+        d->row_pos = (size_t)(r.p - d->base);
+        if (decode_row(d, &r)) {
+            extra_clear(d);
+            ac_truncate(s, rows0, bytes0);
+            nrows = -1;
+            break;
+        }
+        nrows++;
+    }
+    d->path = d->block_offset = NULL;
+    d->base = d->end = NULL;
+    PyBuffer_Release(&buf);
+    return nrows < 0 ? NULL : PyLong_FromSsize_t(nrows);
+}
+
+PyDoc_STRVAR(add_corrupt_doc,
+             "add_corrupt(block_offset, message) -> None\n\n"
+             "One corrupt-record row: `offset` = block_offset, `corrupt` = message, every other column null.");
+
+static PyObject *builder_add_corrupt(ColumnBuilder *self, PyObject *args)
+{
+    long long offset;
+    const char *message;
+    Py_ssize_t len;
+    if (builder_ready(self) || !PyArg_ParseTuple(args, "Ls#:add_corrupt", &offset, &message, &len))
+        return NULL;
+    acols *s = &self->cols;
+    size_t rows0 = s->rows;
+    uint64_t bytes0 = s->bytes;
+    int fmt = self->d.fmt;
+    int rc = ac_row_room(s) || ac_i64(s, A_OFFSET, offset, 1) || ac_i64(s, A_LSN, 0, 0) ||
+             ac_i32(s, A_REPLICA_ID, 0, 0) || ac_i64(s, A_TSN, 0, 0) || ac_bool(s, A_IS_COMMIT, 0, 0) || ac_i64(s, A_TIMESTAMP, 0, 0) ||
+             ac_var(s, A_TYPE, NULL, 0, 0) || ac_i32(s, A_GROUP_ID, 0, 0) || ac_i32(s, A_SPACE_ID, 0, 0) ||
+             ac_i32(s, A_INDEX_ID, 0, 0);
+    for (int v = 0; v < V_COUNT && !rc; v++)
+        rc = ac_var(s, A_KEY + v, NULL, 0, 0) || (fmt == FMT_VARIANT && ac_var(s, A_KEY_META + v, NULL, 0, 1));
+    if (!rc)
+        rc = ac_var(s, A_CORRUPT, message, (size_t)len, 1);
+    if (rc) {
+        ac_truncate(s, rows0, bytes0);
+        return NULL;
+    }
+    s->rows++;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(take_doc,
+             "take(max_rows, max_bytes, alloc=None) -> (n, columns)\n\n"
+             "Remove the first n rows (at most max_rows, and at most max_bytes of values, metadata and messages;\n"
+             "at least one row when there is any) and return them: `columns` holds, in COLUMNS order,\n"
+             "(null_count, validity bitmap or None, data, offsets or None) per column, or None for a column the\n"
+             "tuple format does not have (the metadata of non-variant formats). Buffers are bytes objects, or\n"
+             "what alloc(size) returns (an object with a writable buffer, e.g. pyarrow.allocate_buffer).");
+
+static PyObject *builder_take(ColumnBuilder *self, PyObject *args)
+{
+    Py_ssize_t max_rows;
+    unsigned long long max_bytes;
+    PyObject *alloc = Py_None;
+    if (builder_ready(self) || !PyArg_ParseTuple(args, "nK|O:take", &max_rows, &max_bytes, &alloc))
+        return NULL;
+    if (max_rows < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_rows must be at least 1");
+        return NULL;
+    }
+    acols *s = &self->cols;
+    size_t n = ac_batch_rows(s, (size_t)max_rows, max_bytes);
+    PyObject *columns = PyTuple_New(A_COUNT);
+    if (columns == NULL)
+        return NULL;
+    for (int c = 0; c < A_COUNT; c++) {
+        PyObject *col;
+        if (c >= A_KEY_META && c < A_CORRUPT && self->d.fmt != FMT_VARIANT)
+            col = Py_NewRef(Py_None);
+        else
+            col = ac_column(s, c, n, alloc);
+        if (col == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(columns, c, col);
+    }
+    ac_drop_front(s, n);
+    return Py_BuildValue("(nN)", (Py_ssize_t)n, columns);
+}
+
+static PyObject *builder_rows(ColumnBuilder *self, void *closure) { return PyLong_FromSize_t(self->cols.rows); }
+
+static PyObject *builder_bytes(ColumnBuilder *self, void *closure)
+{
+    return PyLong_FromUnsignedLongLong(self->cols.bytes);
+}
+
+static PyMethodDef builder_methods[] = {
+    {"add_payload", (PyCFunction)builder_add_payload, METH_VARARGS, add_payload_doc},
+    {"add_corrupt", (PyCFunction)builder_add_corrupt, METH_VARARGS, add_corrupt_doc},
+    {"take", (PyCFunction)builder_take, METH_VARARGS, take_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef builder_getset[] = {
+    {"rows", (getter)builder_rows, NULL, "rows held", NULL},
+    {"bytes", (getter)builder_bytes, NULL, "bytes held that count towards the batch byte cap", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ColumnBuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "spark_logsource.tarantool._kernel.ColumnBuilder",
+    .tp_doc = PyDoc_STR("ColumnBuilder(tuple_format): rows of block payloads accumulated as Arrow columns."),
+    .tp_basicsize = sizeof(ColumnBuilder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)builder_init,
+    .tp_dealloc = (destructor)builder_dealloc,
+    .tp_methods = builder_methods,
+    .tp_getset = builder_getset,
+};
+
 static PyMethodDef kernel_methods[] = {
     {"decode_payload", decode_payload, METH_VARARGS, decode_payload_doc},
     {NULL, NULL, 0, NULL},
@@ -927,6 +1242,9 @@ static int init_state(void)
         if (type_name_cache[code] == NULL || header_name_cache[code] == NULL)
             return -1;
         PyUnicode_InternInPlace(&type_name_cache[code]);
+        type_text_cache[code] = PyUnicode_AsUTF8AndSize(type_name_cache[code], &type_len_cache[code]);
+        if (type_text_cache[code] == NULL)
+            return -1;
         PyUnicode_InternInPlace(&header_name_cache[code]);
     }
     empty_metadata = PyBytes_FromStringAndSize("\x01\x00\x00", 3);
@@ -945,7 +1263,29 @@ static int init_state(void)
 
 PyMODINIT_FUNC PyInit__kernel(void)
 {
-    if (init_state())
+    if (init_state() || PyType_Ready(&ColumnBuilderType))
         return NULL;
-    return PyModule_Create(&kernel_module);
+    PyObject *module = PyModule_Create(&kernel_module);
+    if (module == NULL)
+        return NULL;
+    PyObject *names = PyTuple_New(A_COUNT);
+    static const char *const column_names[A_COUNT] = {
+        "offset", "lsn", "replica_id", "tsn", "is_commit", "timestamp", "type", "group_id", "space_id", "index_id",
+        "key", "tuple", "ops", "extra", "key.metadata", "tuple.metadata", "ops.metadata", "extra.metadata", "corrupt",
+    };
+    for (int c = 0; names != NULL && c < A_COUNT; c++) {
+        PyObject *name = PyUnicode_FromString(column_names[c]);
+        if (name == NULL)
+            Py_CLEAR(names);
+        else
+            PyTuple_SET_ITEM(names, c, name);
+    }
+    int rc = names == NULL || PyModule_AddObjectRef(module, "COLUMNS", names) ||
+             PyModule_AddObjectRef(module, "ColumnBuilder", (PyObject *)&ColumnBuilderType);
+    Py_XDECREF(names);
+    if (rc) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

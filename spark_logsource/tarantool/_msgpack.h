@@ -94,9 +94,10 @@ static inline int mp_container(mp_rd *r, mp_item *it, int kind, uint32_t n, int 
  * Read one item header. Scalars, str, bin and ext are consumed whole; for an array or a map the cursor
  * is left on its first element. Returns MP_OK, MP_ETRUNC (data ends inside the item) or MP_EBAD (0xc1).
  */
-static int mp_next(mp_rd *r, mp_item *it)
+static int mp_next_other(mp_rd *r, mp_item *it, uint8_t c);
+
+static inline int mp_next(mp_rd *r, mp_item *it)
 {
-    const uint8_t *h;
     if (r->p >= r->end)
         return MP_ETRUNC;
     uint8_t c = *r->p++;
@@ -116,6 +117,49 @@ static int mp_next(mp_rd *r, mp_item *it)
         return mp_container(r, it, MPK_ARRAY, c & 0x0f, 1);
     if (c <= 0xbf)
         return mp_take_data(r, it, MPK_STR, c & 0x1f);
+    /* the other encodings Tarantool rows use most (lsn, timestamps, ids, floats), before the full switch */
+    size_t left = (size_t)(r->end - r->p);
+    const uint8_t *h = r->p;
+    switch (c) {
+    case 0xcb: {
+        if (left < 8)
+            return MP_ETRUNC;
+        uint64_t bits = mp_be64(h);
+        memcpy(&it->v.d, &bits, 8);
+        it->kind = MPK_FLOAT64;
+        r->p += 8;
+        return MP_OK;
+    }
+    case 0xcc:
+        if (left < 1)
+            return MP_ETRUNC;
+        it->kind = MPK_UINT;
+        it->v.u = h[0];
+        r->p += 1;
+        return MP_OK;
+    case 0xcd:
+        if (left < 2)
+            return MP_ETRUNC;
+        it->kind = MPK_UINT;
+        it->v.u = mp_be16(h);
+        r->p += 2;
+        return MP_OK;
+    case 0xce:
+        if (left < 4)
+            return MP_ETRUNC;
+        it->kind = MPK_UINT;
+        it->v.u = mp_be32(h);
+        r->p += 4;
+        return MP_OK;
+    default:
+        return mp_next_other(r, it, c);
+    }
+}
+
+/* mp_next for the first bytes 0xc0..0xdf (the cursor is past that byte). */
+static int mp_next_other(mp_rd *r, mp_item *it, uint8_t c)
+{
+    const uint8_t *h;
     switch (c) {
     case 0xc0: it->kind = MPK_NIL; return MP_OK;
     case 0xc1: return MP_EBAD;
@@ -177,21 +221,26 @@ static int mp_next(mp_rd *r, mp_item *it)
 #define MPF_PY 2       /* holds something only the Python path renders: a non-uuid ext, a container map key */
 
 /*
- * Skip one complete value (with everything nested in it) without recursion: a stack of item counters,
- * one per open container, replaces the call stack. Returns MP_OK, MP_ETRUNC, or MP_EBAD (a 0xc1 byte, or
- * more than `max_depth` open containers, which also sets MPF_TOO_DEEP in *flags).
+ * Skip the rest of a container whose header `first` was just read (first->n > 0), with everything nested in it,
+ * without recursion: a stack of item counters, one per open container, replaces the call stack. Returns MP_OK,
+ * MP_ETRUNC, or MP_EBAD (a 0xc1 byte, or more than `max_depth` open containers, which also sets MPF_TOO_DEEP).
  */
-static int mp_skip(mp_rd *r, int max_depth, int *flags)
+static int mp_skip_container(mp_rd *r, int max_depth, int *flags, const mp_item *first)
 {
     uint64_t left[MP_MAX_DEPTH + 2];
     uint8_t is_map[MP_MAX_DEPTH + 2];
-    int depth = 0;
     mp_item it;
-    left[0] = 1;
-    is_map[0] = 0;
-    *flags = 0;
     if (max_depth > MP_MAX_DEPTH)
         max_depth = MP_MAX_DEPTH;
+    if (max_depth < 1) {
+        *flags |= MPF_TOO_DEEP;
+        return MP_EBAD;
+    }
+    int depth = 1;
+    left[0] = 0;
+    is_map[0] = 0;
+    is_map[1] = first->kind == MPK_MAP;
+    left[1] = first->kind == MPK_MAP ? 2 * (uint64_t)first->n : first->n;
     for (;;) {
         while (depth >= 0 && left[depth] == 0)
             depth--;
@@ -218,6 +267,25 @@ static int mp_skip(mp_rd *r, int max_depth, int *flags)
             *flags |= MPF_PY;
         }
     }
+}
+
+/*
+ * Skip one complete value (with everything nested in it). Returns MP_OK, MP_ETRUNC, or MP_EBAD (a 0xc1 byte, or
+ * more than `max_depth` open containers, which also sets MPF_TOO_DEEP in *flags). Scalars, the common case, are
+ * skipped here; containers in mp_skip_container.
+ */
+static inline int mp_skip(mp_rd *r, int max_depth, int *flags)
+{
+    mp_item it;
+    *flags = 0;
+    int rc = mp_next(r, &it);
+    if (rc)
+        return rc;
+    if (it.kind == MPK_ARRAY || it.kind == MPK_MAP)
+        return it.n == 0 ? MP_OK : mp_skip_container(r, max_depth, flags, &it);
+    if (it.kind == MPK_EXT && !(it.ext == 2 && it.n == 16))
+        *flags |= MPF_PY;
+    return MP_OK;
 }
 
 #endif

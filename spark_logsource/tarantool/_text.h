@@ -45,6 +45,10 @@ typedef struct {
     ls_buf order;   /* uint32 index permutation for sorting */
     ls_buf stack;   /* tc_field / size_t records of open containers */
     ls_buf tmp;     /* reordering copy of object values */
+    ls_buf prev_keys; /* the previous variant's map keys in traversal order (u32 length + bytes each) */
+    ls_buf prev_ids;  /* ... their field ids */
+    ls_buf prev_meta; /* ... and its metadata */
+    size_t prev_count; /* number of keys in prev_keys; (size_t)-1 = none remembered */
     int nonascii;   /* JSON text written so far holds non-ASCII bytes */
 } tc_ctx;
 
@@ -58,6 +62,9 @@ static void tc_free(tc_ctx *c)
     ls_buf_free(&c->order);
     ls_buf_free(&c->stack);
     ls_buf_free(&c->tmp);
+    ls_buf_free(&c->prev_keys);
+    ls_buf_free(&c->prev_ids);
+    ls_buf_free(&c->prev_meta);
 }
 
 /* Integer item (MPK_UINT / MPK_INT) as decimal text. */

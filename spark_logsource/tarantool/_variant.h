@@ -68,7 +68,69 @@ static int var_collect(tc_ctx *c, mp_rd *r, int depth)
  * Build the metadata (c->meta) from the collected keys and give every key occurrence its field id
  * (c->ids, parallel to c->keys). Dictionary = sorted distinct key texts.
  */
+/* Were the map keys just collected (c->keys) the same texts, in the same order, as the previous value's? */
+static int var_same_keys(const tc_ctx *c, size_t n)
+{
+    if (c->prev_count != n || c->prev_ids.len != n * sizeof(uint32_t))
+        return 0;
+    const tc_key *keys = (const tc_key *)c->keys.data;
+    const uint8_t *p = c->prev_keys.data, *end = p + c->prev_keys.len;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len;
+        if ((size_t)(end - p) < 4)
+            return 0;
+        memcpy(&len, p, 4);
+        p += 4;
+        if (len != keys[i].len || (size_t)(end - p) < len || memcmp(p, key_bytes(c, &keys[i]), len) != 0)
+            return 0;
+        p += len;
+    }
+    return p == end;
+}
+
+/* Remember the keys, field ids and metadata of this value for the next one (rows of a table repeat them). */
+static int var_remember_keys(tc_ctx *c, size_t n)
+{
+    const tc_key *keys = (const tc_key *)c->keys.data;
+    c->prev_count = (size_t)-1;
+    c->prev_keys.len = c->prev_ids.len = c->prev_meta.len = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t len = keys[i].len;
+        if (ls_buf_put(&c->prev_keys, &len, 4) || ls_buf_put(&c->prev_keys, key_bytes(c, &keys[i]), len))
+            return TC_NOMEM;
+    }
+    if (ls_buf_put(&c->prev_ids, c->ids.data, c->ids.len) || ls_buf_put(&c->prev_meta, c->meta.data, c->meta.len))
+        return TC_NOMEM;
+    c->prev_count = n;
+    return TC_OK;
+}
+
+static int var_build_metadata_sorted(tc_ctx *c);
+
+/*
+ * Build the metadata (c->meta) from the collected keys and give every key occurrence its field id
+ * (c->ids, parallel to c->keys). A value whose keys are those of the previous value reuses its result.
+ */
 static int var_build_metadata(tc_ctx *c)
+{
+    size_t n = c->keys.len / sizeof(tc_key);
+    if (n == 0) {
+        c->ids.len = 0;
+        c->meta.len = 0;
+        return ls_buf_put(&c->meta, "\x01\x00\x00", 3) ? TC_NOMEM : TC_OK;
+    }
+    if (var_same_keys(c, n)) {
+        c->ids.len = c->meta.len = 0;
+        if (ls_buf_put(&c->ids, c->prev_ids.data, c->prev_ids.len) ||
+            ls_buf_put(&c->meta, c->prev_meta.data, c->prev_meta.len))
+            return TC_NOMEM;
+        return TC_OK;
+    }
+    int rc = var_build_metadata_sorted(c);
+    return rc ? rc : var_remember_keys(c, n);
+}
+
+static int var_build_metadata_sorted(tc_ctx *c)
 {
     size_t n = c->keys.len / sizeof(tc_key);
     c->meta.len = 0;
@@ -162,7 +224,19 @@ static int var_object(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos
     tc_field *f = (tc_field *)(c->stack.data + sbase);
     uint32_t m = n;
     if (!sorted) {
-        qsort(f, n, sizeof(tc_field), var_field_cmp);
+        if (n <= 16) { /* insertion sort: small objects are the common case, qsort's setup costs more */
+            for (uint32_t i = 1; i < n; i++) {
+                tc_field v = f[i];
+                uint32_t j = i;
+                while (j > 0 && var_field_cmp(&f[j - 1], &v) > 0) {
+                    f[j] = f[j - 1];
+                    j--;
+                }
+                f[j] = v;
+            }
+        } else {
+            qsort(f, n, sizeof(tc_field), var_field_cmp);
+        }
         for (uint32_t i = 1; i < n; i++)
             if (f[i].id == f[i - 1].id)
                 return TC_FALLBACK;
@@ -298,12 +372,13 @@ static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos)
 }
 
 /*
- * Encode the (validated) msgpack value at data[0..n) into c->out (value) and c->meta (metadata).
+ * Encode the (validated) msgpack value at data[0..n), appending it to c->out (what it holds stays in place: every
+ * position the encoder keeps is relative to where the value starts), its metadata into c->meta.
  * Returns TC_OK, TC_FALLBACK or TC_NOMEM.
  */
-static int var_transcode(tc_ctx *c, const uint8_t *data, size_t n)
+static int var_transcode_append(tc_ctx *c, const uint8_t *data, size_t n)
 {
-    c->out.len = c->keytext.len = c->keys.len = c->stack.len = 0;
+    c->keytext.len = c->keys.len = c->stack.len = 0;
     mp_rd r = {data, data + n};
     int rc = var_collect(c, &r, 0);
     if (rc)
@@ -314,6 +389,13 @@ static int var_transcode(tc_ctx *c, const uint8_t *data, size_t n)
     r.p = data;
     size_t keypos = 0;
     return var_encode(c, &r, 0, &keypos);
+}
+
+/* var_transcode_append into an emptied c->out. */
+static int var_transcode(tc_ctx *c, const uint8_t *data, size_t n)
+{
+    c->out.len = 0;
+    return var_transcode_append(c, data, n);
 }
 
 #endif

@@ -1,10 +1,14 @@
 """The ``tarantool-xlog`` format: options, file selection, LSN-range file pruning, and split reading.
 
-Options (case-insensitive, Spark's conventions; issue #2):
-``tupleFormat`` variant|json|msgpack; ``includeInProgress`` (``*.inprogress`` files when listing a directory);
+Options (case-insensitive, Spark's conventions; ``docs/formats/tarantool-xlog.md``):
+``tupleFormat`` variant|json|msgpack; streaming (``readStream``, ``follow``): ``startingPosition``,
+``failOnDataLoss``, ``maxRowsPerTrigger``, ``maxBytesPerTrigger``, ``maxFilesPerTrigger`` (``docs/streaming.md``);
+``includeInProgress`` (``*.inprogress`` files when listing a directory);
 ``spaceId``, ``replicaId``, ``types`` (comma lists; type names or codes), ``fromLsn`` (inclusive), ``toLsn``
-(exclusive) — the filters of ``tt cat``; plus the common ones (``mode``, ``columnNameOfCorruptRecord``,
-``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``, ``pathGlobFilter``, ``recursiveFileLookup``).
+(exclusive) — the filters of ``tt cat``; ``view`` rows|space|state with ``space``, ``asOfLsn``,
+``statePartitions`` (typed views of one space, ``docs/formats/tarantool-typed.md``); plus the common ones
+(``mode``, ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``,
+``pathGlobFilter``, ``recursiveFileLookup``).
 
 File pruning: an xlog named in a directory holds, for each replica ``r``, the LSNs ``(V[r], V'[r]]`` where ``V``
 is its own ``VClock:`` header and ``V'`` the header of the next xlog of the same instance, when that next file's
@@ -19,6 +23,7 @@ import logging
 import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -27,8 +32,10 @@ from spark_logsource.filters import Predicate, allowed_values, apply_predicates,
 from spark_logsource.fs import FileEntry, display_name, open_input
 from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.options import OptionMap
+from spark_logsource.streaming.stream import LogStream
 from spark_logsource.tarantool.names import REQUEST_TYPES
 from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
+from spark_logsource.tarantool.tail import TarantoolDirStream, parse_stream_options
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +87,33 @@ class TarantoolXlogFormat(LogFormat):
             preds.append(Predicate("lsn", "<", to_lsn))
         self.option_predicates = tuple(preds)
         self.read_options = XlogReadOptions(tuple_format=self.tuple_format, common=self.common)
+        self.stream_options = parse_stream_options(opts)
+        self.typed_view = _typed_view_options(opts)  # view=space|state: built on first use (reads the catalog)
+        self._typed: object | None = None
 
     def schema(self) -> pa.Schema:
+        if self.typed_view is not None:
+            return self.typed().schema()
         return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
+
+    def typed(self) -> Any:
+        """The ``view=space`` / ``view=state`` reader (``space_view.py``, ``state.py``), built once, on the driver."""
+        if self._typed is None:
+            from spark_logsource.tarantool.typed_views import make_typed_view
+
+            self._typed = make_typed_view(self, self.typed_view)
+        return self._typed
+
+    def can_push(self, predicate: Predicate) -> bool:
+        if self.typed_view is not None:
+            return bool(self.typed().can_push(predicate))
+        return super().can_push(predicate)
+
+    def stream(self) -> LogStream:
+        """``readStream`` / :func:`~spark_logsource.api.follow`: tail the WAL directory (``docs/streaming.md``)."""
+        if self.typed_view is not None:
+            raise OptionError("view", f"view={self.typed_view['view']} is batch only")
+        return TarantoolDirStream(self)
 
     def accept_file_name(self, name: str) -> bool:
         if name.endswith(".inprogress"):
@@ -90,11 +121,16 @@ class TarantoolXlogFormat(LogFormat):
         return name.endswith(_LISTED_SUFFIXES)
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        if self.typed_view is not None:
+            return self.typed().plan(files, predicates)
         everything = (*self.option_predicates, *predicates)
         keep = _prune_by_lsn(files, everything)
         return super().plan(keep, predicates)
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        if self.typed_view is not None:
+            yield from self.typed().read_split(split, predicates)
+            return
         # Spark's pushed predicates drop corrupt-record rows (their columns are null, as in Spark's own sources);
         # the option filters (tt cat's) keep them, so a damaged block is never hidden by a filter.
         keep = self.common.corrupt_column_or_none
@@ -104,6 +140,25 @@ class TarantoolXlogFormat(LogFormat):
                 batch = apply_predicates(batch, self.option_predicates, keep_rows_with=keep)
                 if len(batch):
                     yield batch
+
+
+def _typed_view_options(opts: OptionMap) -> dict[str, Any] | None:
+    """``view`` (rows|space|state), ``space``, ``asOfLsn``, ``statePartitions``; None for the plain rows view."""
+    view = opts.choice("view", ("rows", "space", "state"), "rows")
+    space = opts.string("space")
+    as_of = opts.integer("asOfLsn", minimum=0, maximum=INT64_MAX)
+    parts = opts.integer("statePartitions", None, minimum=1, maximum=4096)
+    if view == "rows":
+        for name, value in (("space", space), ("asOfLsn", as_of), ("statePartitions", parts)):
+            if value is not None:
+                raise OptionError(name, "applies to view=space and view=state only")
+        return None
+    if not space:
+        raise OptionError("space", f"view={view} needs the option space (a space name or id)")
+    for name, value in (("asOfLsn", as_of), ("statePartitions", parts)):
+        if value is not None and view != "state":
+            raise OptionError(name, "applies to view=state only")
+    return {"view": view, "space": space, "as_of_lsn": as_of, "partitions": parts or 4}
 
 
 @dataclass(frozen=True, slots=True)

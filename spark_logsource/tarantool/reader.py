@@ -20,35 +20,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from spark_logsource.arrowcols import string_column, variant_array, variant_field
-from spark_logsource.batching import MAX_BATCH_BYTES, ChunkBuffer
+from spark_logsource.arrowcols import string_column, variant_field
+from spark_logsource.batching import MAX_BATCH_BYTES
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.filters import Predicate, apply_predicates
 from spark_logsource.framing import BadRange
 from spark_logsource.io.window import source_size
 from spark_logsource.options import CommonOptions, ParseMode
 from spark_logsource.tarantool.blocks import Block, BlockScanner
+from spark_logsource.tarantool.columns import SCALAR_TYPES, column_builder
 from spark_logsource.tarantool.meta import XlogMeta, read_meta
-from spark_logsource.tarantool.rows import SCALAR_COLUMNS, TUPLE_FORMATS, VALUE_COLUMNS, decode_payload, output_keys
+from spark_logsource.tarantool.rows import SCALAR_COLUMNS, TUPLE_FORMATS, VALUE_COLUMNS
 
 __all__ = ["XlogMeta", "XlogReadOptions", "iter_file_batches", "read_meta", "xlog_schema"]
 
 log = logging.getLogger(__name__)
-
-_SCALAR_TYPES: dict[str, pa.DataType] = {
-    "lsn": pa.int64(),
-    "replica_id": pa.int32(),
-    "tsn": pa.int64(),
-    "is_commit": pa.bool_(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "type": pa.string(),
-    "group_id": pa.int32(),
-    "space_id": pa.int32(),
-    "index_id": pa.int32(),
-}
 
 
 @dataclass(frozen=True)
@@ -76,107 +64,68 @@ def xlog_schema(tuple_format: str, corrupt_column: str | None) -> pa.Schema:
     if tuple_format not in TUPLE_FORMATS:
         raise ValueError(f"tuple_format must be one of {TUPLE_FORMATS}, got {tuple_format!r}")
     fields = [pa.field("file", pa.string()), pa.field("offset", pa.int64()), pa.field("file_type", pa.string())]
-    fields += [pa.field(name, _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
+    fields += [pa.field(name, SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
     fields += [_value_field(name, tuple_format) for name in VALUE_COLUMNS]
     if corrupt_column is not None:
         fields.append(pa.field(corrupt_column, pa.string()))
     return pa.schema(fields)
 
 
-class _BlockRows:
-    """The rows of one block (or one corrupt-record row) as decoded column lists: a chunk of the batcher."""
-
-    __slots__ = ("cols", "corrupt", "n", "offset", "size", "value_keys")
-
-    def __init__(self, offset: int, cols: dict[str, list], corrupt: str | None, value_keys: tuple[str, ...],
-                 n: int | None = None) -> None:
-        self.offset = offset
-        self.cols = cols
-        self.corrupt = corrupt
-        self.value_keys = value_keys
-        self.n = len(cols["lsn"]) if n is None else n
-        self.size = sum(sum(map(len, filter(None, cols[k]))) for k in value_keys) + len(corrupt or "")
-
-    def row_bytes(self) -> list[int]:
-        sizes = [0] * self.n
-        for key in self.value_keys:
-            for r, cell in enumerate(self.cols[key]):
-                if cell:
-                    sizes[r] += len(cell)
-        if self.corrupt:
-            sizes[0] += len(self.corrupt)
-        return sizes
-
-    def rows(self, lo: int, hi: int) -> _BlockRows:
-        return _BlockRows(self.offset, {k: v[lo:hi] for k, v in self.cols.items()}, self.corrupt, self.value_keys,
-                          hi - lo)
-
-
 class _BatchBuilder:
     """Decoded blocks → record batches of the output schema, within the row and byte limits of
-    :mod:`spark_logsource.batching`, with the predicates applied."""
+    :mod:`spark_logsource.batching`, with the predicates applied.
+
+    The rows accumulate in a column builder (:mod:`spark_logsource.tarantool.columns`: Arrow buffers written by the
+    C kernel, or the reference's lists); a batch is taken whenever the rows or bytes held reach a limit, so all the
+    work per row happens in the decoder and the work here is per block and per batch.
+    """
 
     def __init__(self, path: str, file_type: str | None, options: XlogReadOptions, predicates: Sequence[Predicate],
                  max_batch_bytes: int | None = None):
         self.path = path
         self.file_type = file_type
-        self.tuple_format = options.tuple_format
         self.corrupt_column = options.common.corrupt_column_or_none
-        self.schema = xlog_schema(self.tuple_format, self.corrupt_column)
+        self.schema = xlog_schema(options.tuple_format, self.corrupt_column)
         self.predicates = predicates
-        self.keys = output_keys(self.tuple_format)
-        self.value_keys = tuple(k for k in self.keys if k.split(".")[0] in VALUE_COLUMNS)
-        self.buffer = ChunkBuffer(options.common.batch_size,
-                                  MAX_BATCH_BYTES if max_batch_bytes is None else max_batch_bytes)
+        self.columns = column_builder(options.tuple_format)
+        self.batch_size = options.common.batch_size
+        self.max_bytes = MAX_BATCH_BYTES if max_batch_bytes is None else max_batch_bytes
+        self._constants: tuple[int, list[pa.Array]] = (-1, [])
 
-    def add_rows(self, offset: int, cols: dict[str, list]) -> None:
-        self.buffer.add(_BlockRows(offset, cols, None, self.value_keys))
+    def add_payload(self, block: Block) -> None:
+        """The rows of a good block; CorruptDataError (and nothing added) when they do not decode."""
+        self.columns.add_payload(block.payload, self.path, block.offset)
 
     def add_corrupt(self, offset: int, message: str) -> None:
-        cols = {key: [b"" if key.endswith(".metadata") else None] for key in self.keys}
-        self.buffer.add(_BlockRows(offset, cols, message, self.value_keys, 1))
+        self.columns.add_corrupt(offset, message)
 
     def full_batches(self) -> Iterator[pa.RecordBatch]:
-        if self.buffer.full():
-            yield from self.flush()
+        columns = self.columns
+        while columns.rows >= self.batch_size or columns.bytes >= self.max_bytes:
+            yield from self._take()
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        for group in self.buffer.take():
-            batch = apply_predicates(self._to_batch(group), self.predicates)
-            if len(batch):
-                yield batch
+        while self.columns.rows:
+            yield from self._take()
 
-    def _to_batch(self, group: list[_BlockRows]) -> pa.RecordBatch:
-        n = sum(c.n for c in group)
+    def _constant_columns(self, n: int) -> list[pa.Array]:
+        """``file`` and ``file_type`` of ``n`` rows (kept for the next batch of the same length)."""
+        if self._constants[0] != n:
+            file_type = string_column(self.file_type, n) if self.file_type is not None else pa.nulls(n, pa.string())
+            self._constants = (n, [string_column(self.path, n), file_type])
+        return self._constants[1]
 
-        def column(key: str) -> list:
-            if len(group) == 1:
-                return group[0].cols[key]
-            out: list = []
-            for c in group:
-                out.extend(c.cols[key])
-            return out
-
-        offsets = pa.array(np.repeat(np.array([c.offset for c in group], np.int64), [c.n for c in group]), pa.int64())
-        arrays: list[pa.Array] = [
-            string_column(self.path, n),
-            offsets,
-            string_column(self.file_type, n) if self.file_type is not None else pa.nulls(n, pa.string()),
-        ]
-        arrays += [pa.array(column(name), _SCALAR_TYPES[name]) for name in SCALAR_COLUMNS]
-        for name in VALUE_COLUMNS:
-            if self.tuple_format == "variant":
-                arrays.append(variant_array(column(name + ".value"), column(name + ".metadata")))
-            elif self.tuple_format == "json":
-                arrays.append(pa.array(column(name), pa.string()))
-            else:
-                arrays.append(pa.array(column(name), pa.binary()))
+    def _take(self) -> Iterator[pa.RecordBatch]:
+        cols = self.columns.take(self.batch_size, self.max_bytes)
+        file, file_type = self._constant_columns(len(cols["lsn"]))
+        arrays = [file, cols["offset"], file_type]
+        arrays += [cols[name] for name in SCALAR_COLUMNS]
+        arrays += [cols[name] for name in VALUE_COLUMNS]
         if self.corrupt_column is not None:
-            corrupt: list[str | None] = []
-            for c in group:
-                corrupt.extend([c.corrupt] * c.n)
-            arrays.append(pa.array(corrupt, pa.string()))
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+            arrays.append(cols["corrupt"])
+        batch = apply_predicates(pa.RecordBatch.from_arrays(arrays, schema=self.schema), self.predicates)
+        if len(batch):
+            yield batch
 
 
 def _report(builder: _BatchBuilder, mode: ParseMode, offset: int, error: CorruptDataError) -> None:
@@ -231,12 +180,10 @@ def iter_file_batches(
     for item in scanner:
         if isinstance(item, Block):
             try:
-                cols = decode_payload(item.payload, options.tuple_format, path, item.offset)
+                builder.add_payload(item)
             except CorruptDataError as exc:
                 scanner.mark_rows_bad()
                 _report(builder, mode, item.offset, exc)
-            else:
-                builder.add_rows(item.offset, cols)
         elif isinstance(item, BadRange):
             _report(builder, mode, item.offset, item.error)
         yield from builder.full_batches()

@@ -3,9 +3,11 @@
 ``decode_payload(payload, tuple_format, path, block_offset) -> dict[str, list]`` is implemented twice: here in
 pure Python (:func:`decode_payload_py`, the reference) and in C (``spark_logsource.tarantool._kernel``).  Both
 must return equal lists for every payload; ``decode_payload`` is the C one when it imports and the environment
-variable ``SPARK_LOGSOURCE_PURE_PYTHON`` is not ``"1"``.
+variable ``SPARK_LOGSOURCE_PURE_PYTHON`` is not ``"1"``.  The file reader does not go through these lists: it
+uses the column builders of :mod:`spark_logsource.tarantool.columns`, where the kernel writes the same rows straight
+into Arrow buffers and the reference builder is :func:`decode_payload_py` followed by ``pa.array``.
 
-Payload layout (tarantool ``src/box/xrow.c`` ``xrow_header_decode``, ``../shared/notes/tarantool.md``): rows
+Payload layout (tarantool ``src/box/xrow.c`` ``xrow_header_decode``, ``docs/formats/tarantool-xlog.md`` "Rows"): rows
 back to back, each a msgpack map *header* then, unless the row is a NOP, a msgpack map *body* when bytes remain.
 A NOP (type 12) has no body, except that an empty map (byte ``0x80``) right after a NOP header is taken as its
 body (files before 1.10.2 wrote one; a header map is never empty, so this cannot swallow the next row).

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import batches
+from spark_logsource.mysql import batches as batch_builder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "mysql" / "full-image.000001"
 
@@ -24,7 +24,7 @@ def _rows(table: pa.Table) -> list[tuple]:
 def test_byte_limited_batches_hold_the_same_rows(monkeypatch, limit) -> None:
     whole = spark_logsource.read("mysql-binlog", str(SAMPLE))
     assert whole.column("query").null_count < whole.num_rows, "the sample logs statements with its rows"
-    monkeypatch.setattr(batches, "MAX_BATCH_BYTES", limit)
+    monkeypatch.setattr(batch_builder, "MAX_BATCH_BYTES", limit)
     batches = list(spark_logsource.iter_batches("mysql-binlog", str(SAMPLE)))
     assert _rows(pa.Table.from_batches(batches, schema=whole.schema)) == _rows(whole)
     for batch in batches:

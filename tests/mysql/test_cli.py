@@ -7,6 +7,7 @@ written by the session's real MariaDB, expected rows parsed from ``mariadb-binlo
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -24,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def spark_logsource(*args: str, timeout: float = 120) -> str:
     """Run the CLI as a user would (``python -m spark_logsource.cli``); return its stdout."""
+    # Spark's Python workers must be this interpreter (the one with pyarrow), whatever ran the tests before
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     done = subprocess.run([sys.executable, "-m", "spark_logsource.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

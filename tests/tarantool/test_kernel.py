@@ -8,6 +8,11 @@ width, floats, NULLs, a NOP and a synchronous-replication CONFIRM.  Both impleme
 column lists for each tuple format; fuzzed versions of those payloads (truncations, byte flips, random bytes)
 must give the same result or the same ``CorruptDataError`` (class and ``row N at payload byte P:`` prefix)
 from both, and never anything else.  Test bodies shared by both implementations are parametrized over them.
+
+The implementations are seen at the boundary the reader uses, the column builders of
+:mod:`spark_logsource.tarantool.columns` (payloads in, Arrow arrays out; ``python`` = the reference builder,
+``c`` = the kernel writing Arrow buffers), and at the kernel's list function ``decode_payload`` (``c-lists``,
+used by the live replica and the tailer); arrays are turned back into the reference's lists to be compared.
 """
 
 from __future__ import annotations
@@ -23,14 +28,17 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.jsontext import to_json
-from spark_logsource.tarantool import names, rows
+from spark_logsource.native import PURE_PYTHON_ENV
+from spark_logsource.tarantool import columns, names, rows
 from spark_logsource.tarantool.blocks import Block, BlockScanner
 from spark_logsource.tarantool.meta import read_meta
 from spark_logsource.variant import decode_variant
+from tests.support.tarantool_columns import arrays_to_lists, builder_decoder, new_builder
 
 try:
     from spark_logsource.tarantool import _kernel
@@ -52,7 +60,13 @@ def _c_decode(payload: bytes, tuple_format: str, path: str, block_offset: int) -
     return _kernel.decode_payload(payload, tuple_format, path, block_offset)
 
 
-IMPLEMENTATIONS = {"python": rows.decode_payload_py, "c": _c_decode}
+IMPLEMENTATIONS: dict[str, Decoder] = {
+    "python": builder_decoder("python"),
+    "c": builder_decoder("c"),
+    "c-lists": _c_decode,
+}
+#: the compiled implementations, each compared with the reference's lists
+COMPILED = ("c", "c-lists")
 
 WORKLOAD = textwrap.dedent(
     """
@@ -224,21 +238,122 @@ def _diff(expected: dict[str, list], got: dict[str, list]) -> str:
 
 
 @pytest.mark.server
+@pytest.mark.parametrize("impl", sorted(IMPLEMENTATIONS))
 @pytest.mark.parametrize("tuple_format", FORMATS)
-def test_kernel_equals_reference_on_real_files(real_payloads: list, tuple_format: str) -> None:
+def test_implementations_equal_reference_on_real_files(real_payloads: list, tuple_format: str, impl: str) -> None:
+    decode = IMPLEMENTATIONS[impl]
     rows_seen = 0
     for path, offset, payload in real_payloads:
         expected = rows.decode_payload_py(payload, tuple_format, path, offset)
-        got = _c_decode(payload, tuple_format, path, offset)
+        got = decode(payload, tuple_format, path, offset)
         assert got == expected, f"{path} block at {offset}: {_diff(expected, got)}"
         assert _diff(expected, got) == "equal", f"{path} block at {offset}: {_diff(expected, got)}"
         rows_seen += len(expected["lsn"])
     assert rows_seen > 20000
 
 
-def test_decode_payload_prefers_the_kernel() -> None:
+def _assert_batches_equal(a: dict[str, pa.Array], b: dict[str, pa.Array], where: str) -> None:
+    assert list(a) == list(b), where
+    for name in a:
+        a[name].validate(full=True)
+        b[name].validate(full=True)
+        assert a[name].type == b[name].type, f"{where}: {name}"
+        assert a[name].equals(b[name]), f"{where}: {name}: {a[name].to_pylist()[:3]} != {b[name].to_pylist()[:3]}"
+
+
+def _variable_bytes(array: pa.Array) -> int:
+    """The bytes of an array's values as the byte cap counts them (a Variant: value + metadata)."""
+    if pa.types.is_struct(array.type):
+        return _variable_bytes(array.field("value")) + _variable_bytes(array.field("metadata"))
+    offsets = array.buffers()[1]
+    ends = (array.offset, array.offset + len(array))
+    first, last = (int.from_bytes(offsets[4 * i : 4 * i + 4], "little") for i in ends)
+    return last - first
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("tuple_format", FORMATS)
+@pytest.mark.parametrize(("max_rows", "max_bytes"), [(1 << 40, 1 << 40), (1000, 1 << 40), (7, 1 << 40),
+                                                     (1 << 40, 20000), (333, 3000), (1, 1)])
+def test_builders_cut_the_same_batches(real_payloads: list, tuple_format: str, max_rows: int, max_bytes: int) -> None:
+    """Both builders fed the same blocks (and corrupt rows) give equal batches, each within both caps."""
+    builders = {kind: new_builder(kind, tuple_format) for kind in ("python", "c")}
+    total = taken = 0
+    rng = random.Random(max_rows ^ max_bytes)
+    blocks = real_payloads[:400] if max_rows > 1 else real_payloads[:40]
+    for i, (path, offset, payload) in enumerate(blocks):
+        corrupt = i % 17 == 3
+        for builder in builders.values():
+            added = builder.add_payload(payload, path, offset)
+            if corrupt:
+                builder.add_corrupt(offset, f"bad block at {offset} ü")
+        total += added + corrupt
+        assert builders["python"].rows == builders["c"].rows
+        assert builders["python"].bytes == builders["c"].bytes
+        while builders["c"].rows and (builders["c"].rows >= max_rows or builders["c"].bytes >= max_bytes
+                                      or rng.random() < 0.05):
+            batches = {kind: b.take(max_rows, max_bytes) for kind, b in builders.items()}
+            _assert_batches_equal(batches["python"], batches["c"], f"block {i}")
+            n = len(batches["c"]["lsn"])
+            value_bytes = sum(_variable_bytes(batches["c"][name]) for name in (*rows.VALUE_COLUMNS, "corrupt"))
+            assert 1 <= n <= max_rows and (value_bytes <= max_bytes or n == 1)
+            taken += n
+    while builders["c"].rows:
+        batches = {kind: b.take(max_rows, max_bytes) for kind, b in builders.items()}
+        _assert_batches_equal(batches["python"], batches["c"], "end")
+        taken += len(batches["c"]["lsn"])
+    assert builders["python"].rows == 0 and taken == total > 0
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("tuple_format", FORMATS)
+def test_a_bad_block_adds_no_rows(real_payloads: list, tuple_format: str) -> None:
+    """A payload that fails leaves both builders as they were: the rows before it and after it are intact."""
+    good = [p for _path, _offset, p in real_payloads[:60] if p]
+    rng = random.Random(5)
+    builders = {kind: new_builder(kind, tuple_format) for kind in ("python", "c")}
+    errors = 0
+    for payload in good:
+        bad = payload[: rng.randrange(1, len(payload))]
+        for kind, builder in builders.items():
+            before = builder.rows
+            builder.add_payload(payload, "f", 1)
+            try:
+                builder.add_payload(bad, "f", 2)
+            except CorruptDataError as exc:
+                assert (exc.path, exc.offset) == ("f", 2)
+                assert builder.rows == before + len(rows.decode_payload_py(payload, "msgpack", "f", 1)["lsn"])
+                errors += kind == "c"
+        assert builders["python"].rows == builders["c"].rows
+        assert builders["python"].bytes == builders["c"].bytes
+    batches = {kind: b.take(1 << 40, 1 << 40) for kind, b in builders.items()}
+    _assert_batches_equal(batches["python"], batches["c"], "after bad blocks")
+    assert errors > 10
+
+
+def test_column_builder_prefers_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _kernel is not None, f"the C kernel does not import: {_KERNEL_IMPORT_ERROR}"
     assert rows.decode_payload is _kernel.decode_payload or rows.decode_payload is rows.decode_payload_py
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
+    assert isinstance(columns.column_builder("variant"), columns.KernelColumnBuilder)
+    monkeypatch.setenv(PURE_PYTHON_ENV, "1")
+    assert isinstance(columns.column_builder("variant"), columns.PyColumnBuilder)
+
+
+def test_corrupt_rows_are_null_but_offset_and_message() -> None:
+    message = "row 0 at payload byte 0: bad \u2713"
+    for tuple_format in FORMATS:
+        batches = []
+        for kind in ("python", "c"):
+            builder = new_builder(kind, tuple_format)
+            builder.add_corrupt(12345, message)
+            assert builder.rows == 1 and builder.bytes == len(message.encode())
+            batches.append(builder.take(10, 10))
+        _assert_batches_equal(*batches, tuple_format)
+        lists = arrays_to_lists(batches[1], tuple_format)
+        assert all(v == [None] for k, v in lists.items() if not k.endswith(".metadata"))
+        assert batches[1]["offset"].to_pylist() == [12345]
+        assert batches[1]["corrupt"].to_pylist() == [message]
 
 
 # ---- shared test bodies over both implementations ----
@@ -415,11 +530,12 @@ def test_msgpack_values_are_the_stored_bytes(workload_dir: Path, decode: Decoder
 
 def _same_outcome(payload: bytes, tuple_format: str) -> None:
     expected = _outcome(rows.decode_payload_py, payload, tuple_format, "fuzz", 7)
-    got = _outcome(_c_decode, payload, tuple_format, "fuzz", 7)
-    if isinstance(expected, dict) and isinstance(got, dict):
-        assert _diff(expected, got) == "equal", f"payload {payload.hex()[:200]}"
-    else:
-        assert got == expected, f"payload {payload.hex()[:400]}"
+    for impl in COMPILED:
+        got = _outcome(IMPLEMENTATIONS[impl], payload, tuple_format, "fuzz", 7)
+        if isinstance(expected, dict) and isinstance(got, dict):
+            assert _diff(expected, got) == "equal", f"{impl}: payload {payload.hex()[:200]}"
+        else:
+            assert got == expected, f"{impl}: payload {payload.hex()[:400]}"
 
 
 def _small_payloads(real_payloads: list, limit: int, max_size: int = 3000) -> list[bytes]:
@@ -483,4 +599,8 @@ def test_fuzz_spliced_rows(real_payloads: list) -> None:
 def test_kernel_rejects_unknown_format() -> None:
     with pytest.raises(ValueError, match="tuple_format"):
         _c_decode(b"", "yaml", "x", 0)
+    with pytest.raises(ValueError, match="tuple_format"):
+        new_builder("c", "yaml")
+    with pytest.raises(ValueError, match="tuple_format"):
+        new_builder("python", "yaml")
     assert _c_decode(b"", "msgpack", "x", 0) == rows.decode_payload_py(b"", "msgpack", "x", 0)

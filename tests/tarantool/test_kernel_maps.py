@@ -10,9 +10,13 @@ from __future__ import annotations
 import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spark_logsource.tarantool._kernel import decode_payload as decode_payload_c
 
 from spark_logsource.tarantool import rows
+from spark_logsource.tarantool._kernel import decode_payload as decode_payload_c
+from tests.support.tarantool_columns import builder_decoder
+
+decode_columns_c = builder_decoder("c")
+decode_columns_py = builder_decoder("python")
 
 keys = st.one_of(st.sampled_from(["x", "y", "1", "inner"]), st.integers(0, 3), st.booleans())
 scalars = st.one_of(st.none(), st.integers(-(2**63), 2**64 - 1), st.text(max_size=5), st.binary(max_size=4),
@@ -51,4 +55,7 @@ def insert_row(tuple_bytes: bytes) -> bytes:
 def test_maps_with_repeated_keys_encode_the_same_in_c_and_python(fields) -> None:
     payload = insert_row(bytes([0x90 | len(fields)]) + b"".join(fields))
     for fmt in ("variant", "json", "msgpack"):
-        assert decode_payload_c(payload, fmt, "gen", 0) == rows.decode_payload_py(payload, fmt, "gen", 0)
+        expected = rows.decode_payload_py(payload, fmt, "gen", 0)
+        assert decode_payload_c(payload, fmt, "gen", 0) == expected
+        assert decode_columns_c(payload, fmt, "gen", 0) == expected
+        assert decode_columns_py(payload, fmt, "gen", 0) == expected

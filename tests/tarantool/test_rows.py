@@ -1,4 +1,5 @@
-"""decode_payload on real block payloads: one test body over every implementation (pure Python, C kernel)."""
+"""decode_payload on real block payloads: one test body over every implementation (the Python reference and the
+C kernel, each as column lists and through the Arrow column builders)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,17 @@ import pytest
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.tarantool import rows
 from spark_logsource.tarantool.blocks import Block
+from tests.support.tarantool_columns import builder_decoder, kernel_module
 from tests.support.tarantool_files import all_blocks
 
-IMPLEMENTATIONS = [rows.decode_payload_py]
-try:
-    from spark_logsource.tarantool._kernel import decode_payload as kernel_decode  # type: ignore[import-not-found]
-
-    IMPLEMENTATIONS.append(kernel_decode)
-except ImportError:
-    kernel_decode = None
+IMPLEMENTATIONS = [rows.decode_payload_py, builder_decoder("python"), builder_decoder("c"),
+                   kernel_module().decode_payload]
+IDS = ["reference-lists", "python-columns", "c-columns", "c-lists"]
 
 PAYLOADS = [b.payload for _, b in all_blocks() if isinstance(b, Block)]
 
 
-@pytest.mark.parametrize("decode", IMPLEMENTATIONS, ids=lambda f: f.__module__)
+@pytest.mark.parametrize("decode", IMPLEMENTATIONS, ids=IDS)
 @pytest.mark.parametrize("fmt", rows.TUPLE_FORMATS)
 def test_real_payloads_decode_and_agree(decode, fmt: str) -> None:
     for payload in PAYLOADS:
@@ -35,7 +33,7 @@ def test_real_payloads_decode_and_agree(decode, fmt: str) -> None:
                     msgpack.unpackb(value, strict_map_key=False)  # each is exactly one msgpack value
 
 
-@pytest.mark.parametrize("decode", IMPLEMENTATIONS, ids=lambda f: f.__module__)
+@pytest.mark.parametrize("decode", IMPLEMENTATIONS, ids=IDS)
 @pytest.mark.parametrize("fmt", rows.TUPLE_FORMATS)
 def test_truncated_payloads_raise_corrupt_data(decode, fmt: str) -> None:
     payload = max((p for p in PAYLOADS if len(p) < 3000), key=len)

@@ -1,0 +1,281 @@
+"""The ``mysql-replication`` format: a live MySQL / MariaDB server's binlogs, read as a replica would.
+
+``spark.read`` reads ``[startingPosition, endingPosition)``; ``spark.readStream`` follows the server. Rows and
+schema are exactly the ``mysql-binlog`` format's (same views, ``rowFormat``, ``includeQuery`` and filters), with
+``file`` = ``mysql://host:port/<binlog name>`` and ``pos`` / ``next_pos`` as the file reader gives them.
+
+Options: ``uri`` (``mysql://user@host:port``), ``password``, ``serverId`` (the first replica id this reader
+uses: each partition of a batch takes ``serverId + i``, distinct from real replicas and from other readers),
+``startingPosition`` (``earliest`` | ``latest`` | ``{"file": "mysql-bin.000042", "pos": 4}`` or a whole offset
+| a MariaDB GTID state ``0-1-500``), ``endingPosition`` (batch: ``latest`` or a JSON position),
+``failOnDataLoss``, ``maxFilesPerTrigger``, ``maxBytesPerTrigger``, ``heartbeatInterval`` (seconds), plus every
+``mysql-binlog`` option. Planning asks the server (``SHOW MASTER STATUS``, ``SHOW BINARY LOGS``); each partition
+is one binlog file's range, dumped by an executor with its own connection (:mod:`.client`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import DataLossError, EncryptedBinlogError, OptionError, SourceError
+from ..filters import Predicate
+from ..fs import FileEntry
+from ..logformat import Split
+from ..options import OptionMap
+from ..streaming.stream import LogStream, Offset, ReadBudget
+from .client import ConnectionSettings, ReplicationClient, parse_uri
+from .format import MysqlBinlogFormat
+from .position import FILE_START, BinlogPosition, binlog_number, parse_starting_position
+from .read_options import BinlogReadOptions
+from .transactions import TransactionMachine
+from .views import ViewWriter
+
+__all__ = ["LiveSlice", "MysqlReplicationFormat", "ReplicationStream", "read_live_slice"]
+
+log = logging.getLogger(__name__)
+
+LIVE_OPTIONS = ("uri", "password", "serverId", "endingPosition", "heartbeatInterval", "connectTimeout")
+DEFAULT_SERVER_ID = 4_200_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSlice:
+    """Events of binlog ``file`` from ``start`` (a transaction boundary) to ``stop``, dumped as replica
+    ``server_id``."""
+
+    file: str
+    start: int
+    stop: int
+    server_id: int
+
+
+def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: BinlogReadOptions,
+                    predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+    """The batches of one slice: the same rows the file reader gives for ``[start, stop)`` of that file."""
+    view = ViewWriter(f"{settings.source}/{slice_.file}", options, predicates)
+    machine: TransactionMachine | None = None
+    reached = slice_.start >= slice_.stop
+    where = f"{slice_.file}:{slice_.start}"
+    with ReplicationClient(settings, verify_checksums=options.common.verify_checksums) as client:
+        for item in client.dump(slice_.file, slice_.start, slice_.server_id) if not reached else ():
+            if item.file != slice_.file:
+                reached = True  # the file ended (ROTATE): nothing of it is left
+                break
+            ev = item.event
+            where = f"{slice_.file}:{ev.next_pos}"
+            if ev.pos >= slice_.stop:
+                reached = True
+                break
+            if machine is None:
+                machine = TransactionMachine(item.fde, options, view)
+            elif machine.fde is not item.fde:
+                machine.set_format(item.fde)
+            try:
+                machine.feed(ev)
+            except EncryptedBinlogError as exc:
+                view.bad(ev.pos, None, exc)
+                reached = True
+                break
+            if view.full():
+                yield from view.emit()
+            if ev.next_pos >= slice_.stop:
+                reached = True
+                break
+    if not reached:
+        raise SourceError(settings.source, where, f"the server ended the dump before {slice_.file}:{slice_.stop} "
+                                                  "(binlog purged or the server restarted while reading?)")
+    if machine is not None:
+        machine.finish()
+    yield from view.emit()
+
+
+class MysqlReplicationFormat(MysqlBinlogFormat):
+    """Options, planning and reading of a live server (see the module docstring)."""
+
+    name = "mysql-replication"
+    uri_schemes = ("mysql", "mariadb")
+    can_follow = True
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        return False  # a server, never a file
+
+    def __init__(self, options: Any = None) -> None:
+        opts = dict(options or {})
+        opts.setdefault("path", "live")  # no files: the base class wants a path
+        super().__init__(opts)
+
+    def _parse_options(self, opts: OptionMap) -> None:
+        super()._parse_options(opts)
+        heartbeat = float(opts.string("heartbeatInterval") or 1.0)
+        if not 0.05 <= heartbeat <= 3600:
+            raise OptionError("heartbeatInterval", "expected seconds between 0.05 and 3600")
+        connect_timeout = float(opts.string("connectTimeout") or 10.0)
+        self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
+                                  connect_timeout=connect_timeout)
+        self.server_id_base = opts.integer("serverId", DEFAULT_SERVER_ID, minimum=1, maximum=(1 << 32) - 1025)
+        self.starting = parse_starting_position(opts.string("startingPosition"))
+        ending = (opts.string("endingPosition") or "latest").strip()
+        if ending.lower() == "latest":
+            self.ending: BinlogPosition | None = None
+        elif ending.startswith("{"):
+            self.ending = BinlogPosition.from_offset(ending, option="endingPosition")
+        else:
+            raise OptionError("endingPosition", f"expected latest or a JSON position, got {ending!r}")
+        # serverId is this replica's id here, not mysqlbinlog's --server-id event filter of mysql-binlog
+        self.read_options = dataclasses.replace(self.read_options, server_ids=None)
+        self.live_options = dataclasses.replace(self.read_options, start_position=None, stop_position=None)
+
+    def extra_allowed_options(self) -> Iterable[str]:
+        return ("path",)
+
+    def __repr__(self) -> str:
+        return f"MysqlReplicationFormat({self.settings.source!r}, user={self.settings.user!r})"
+
+    def client(self) -> ReplicationClient:
+        return ReplicationClient(self.settings, verify_checksums=self.common.verify_checksums)
+
+    # -- batch ------------------------------------------------------------------------------------------------
+    def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
+        return []
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        stream = ReplicationStream(self)
+        start = stream.initial_offset()
+        end = self.ending.to_offset() if self.ending is not None else stream.latest_offset(start, ReadBudget())
+        return [Split(f"{self.settings.source}/{s.file}", s.start, s.stop, s.stop,
+                      hints=(("server_id", s.server_id),)) for s in stream.plan(start, end)]
+
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        file = split.uri.rsplit("/", 1)[-1]
+        slice_ = LiveSlice(file, split.start, split.end if split.end is not None else split.file_size,
+                           split.hint("server_id"))
+        yield from read_live_slice(self.settings, slice_, self.live_options, predicates)
+
+    def stream(self) -> ReplicationStream:
+        return ReplicationStream(self)
+
+
+class ReplicationStream(LogStream):
+    """A live server's binlog as ranges of transaction boundaries; executors dump each range."""
+
+    fmt: MysqlReplicationFormat
+
+    def __init__(self, fmt: MysqlReplicationFormat) -> None:
+        super().__init__(fmt)
+        self.options = fmt.stream_options
+
+    def __repr__(self) -> str:
+        return f"ReplicationStream({self.fmt.settings.source!r})"
+
+    def _position(self, client: ReplicationClient, file: str, pos: int, gtid: str | None = None) -> BinlogPosition:
+        kind, server_id, uuid = client.identity()
+        if gtid is None and kind == "mariadb":
+            gtid = client.gtid_at(file, pos)
+        return BinlogPosition(kind, server_id, uuid, file, pos, gtid)
+
+    def initial_offset(self) -> Offset:
+        starting = self.fmt.starting
+        if starting.mode == "position":
+            assert starting.position is not None
+            return starting.position.to_offset()
+        with self.fmt.client() as client:
+            if starting.mode == "latest":
+                file, pos, gtid = client.master_status()
+                return self._position(client, file, pos, gtid).to_offset()
+            if starting.mode == "gtid":
+                assert starting.gtid is not None
+                file, pos = client.find_gtid_position(starting.gtid.text(), self.fmt.server_id_base)
+                client.close()
+            else:
+                logs = client.binary_logs()
+                if not logs:
+                    raise SourceError(self.fmt.settings.source, None, "the server has no binary logs")
+                file, pos = logs[0][0], FILE_START
+        with self.fmt.client() as client:
+            gtid = starting.gtid.text() if starting.mode == "gtid" and starting.gtid is not None else None
+            return self._position(client, file, pos, gtid).to_offset()
+
+    def default_budget(self) -> ReadBudget:
+        return self.options.budget()
+
+    def compare_offsets(self, a: Offset, b: Offset) -> int:
+        ka, kb = BinlogPosition.from_offset(a).sort_key(), BinlogPosition.from_offset(b).sort_key()
+        return (ka > kb) - (ka < kb)
+
+    def _resolve(self, cur: BinlogPosition, logs: list[tuple[str, int]]) -> BinlogPosition:
+        names = [name for name, _size in logs]
+        if cur.file in names or not logs:
+            return cur
+        if binlog_number(cur.file) > binlog_number(logs[-1][0]):
+            # a live server always lists the file it writes: a newer name is another server's, or RESET MASTER
+            raise SourceError(self.fmt.settings.source, cur.describe(),
+                              f"the server's newest binlog is {logs[-1][0]}, older than this query's position "
+                              "(its binlogs were reset, or this is another server)")
+        missing = f"{cur.describe()} up to the start of {logs[0][0]} (the oldest binlog the server has)"
+        if self.options.fail_on_data_loss:
+            raise DataLossError(self.fmt.settings.source, missing)
+        log.warning("%s: data loss: %s is no longer available; continuing from the oldest binlog "
+                    "(failOnDataLoss=false)", self.fmt.settings.source, missing)
+        return cur.moved(logs[0][0], FILE_START, None)
+
+    def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
+        with self.fmt.client() as client:
+            logs = client.binary_logs()
+            cur = self._resolve(BinlogPosition.from_offset(start), logs)
+            file, pos, gtid = client.master_status()
+            names = [name for name, _size in logs]
+            if cur.file not in names:
+                return start
+            sizes = dict(logs)
+            end_file, end_pos = file, pos
+            if not budget.unlimited:
+                taken = touched = 0
+                first = names.index(cur.file)
+                for name in names[first:names.index(file) + 1] if file in names else []:
+                    begin = cur.pos if name == cur.file else FILE_START
+                    size = pos if name == file else sizes[name]
+                    if size <= begin and name != file:
+                        continue  # read to its end already: the range goes on in the next file
+                    taken += max(size - begin, 0)
+                    touched += 1
+                    over_files = budget.max_files is not None and touched >= budget.max_files
+                    over_bytes = budget.max_bytes is not None and taken >= budget.max_bytes
+                    if (over_files or over_bytes) and name != file:
+                        end_file, end_pos, gtid = name, size, None  # a file end is a transaction boundary
+                        break
+            if (end_file, end_pos) == (cur.file, cur.pos):
+                return start
+            if binlog_number(end_file) < binlog_number(cur.file) or (end_file == cur.file and end_pos < cur.pos):
+                raise SourceError(self.fmt.settings.source, cur.describe(),
+                                  f"the server's binlog ends at {end_file}:{end_pos}, before this query's position "
+                                  "(a different server, or its binlogs were reset)")
+            return self._position(client, end_file, end_pos, gtid).to_offset()
+
+    def plan(self, start: Offset, end: Offset) -> Sequence[LiveSlice]:
+        first, last = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
+        if (first.file, first.pos) == (last.file, last.pos):
+            return []
+        with self.fmt.client() as client:
+            logs = client.binary_logs()
+        first = self._resolve(first, logs)
+        names = [name for name, _size in logs]
+        if last.file not in names:
+            raise DataLossError(self.fmt.settings.source, f"{last.describe()} (the end of the planned range)")
+        sizes = dict(logs)
+        slices = []
+        for i, name in enumerate(names[names.index(first.file):names.index(last.file) + 1]):
+            begin = first.pos if name == first.file else FILE_START
+            stop = last.pos if name == last.file else sizes[name]
+            if stop > begin:
+                slices.append(LiveSlice(name, begin, stop, self.fmt.server_id_base + i))
+        return slices
+
+    def read_slice(self, slice_: Any) -> Iterator[pa.RecordBatch]:
+        yield from read_live_slice(self.fmt.settings, slice_, self.fmt.live_options)

@@ -1,0 +1,146 @@
+"""The ``tarantool-replication`` format: a live Tarantool server read as an anonymous replica.
+
+Batch reads take the vclock range ``[startingPosition, endingPosition)``; ``stream()`` follows the server.
+Protocol and guarantees: ``docs/formats/tarantool-replication.md``.
+
+Options (case-insensitive):
+
+- ``uri`` (or the load path): ``tarantool://user@host:port``; ``password``. Neither the password nor the user
+  appears in rows (``file`` is ``tarantool://host:port``), errors, logs or reprs.
+- ``startingPosition``: ``latest`` (streaming default), ``earliest`` (batch default: the oldest checkpoint the
+  server keeps), ``snapshot`` (the whole state first, then the changes), or a JSON vclock ``{"1": 5120}`` /
+  an offset JSON returned by a previous run.
+- ``endingPosition`` (batch only): ``latest`` (default) or a JSON vclock / offset.
+- ``readTimeout`` (seconds, default 10): longest wait for any byte (rows or heartbeats) and for reconnecting.
+- ``ackInterval`` (seconds, default 0.25): how often the reader acknowledges (the server drops a replica silent
+  for 4 × its ``replication_timeout``).
+- ``failOnDataLoss`` (default true): fail with DataLossError when the server's xlogs for the range are gone;
+  false logs a warning and continues after the gap.
+- ``maxRowsPerTrigger``: LSNs per micro-batch (rounded up to whole transactions).
+- ``maxPacketBytes`` (default 256m): the largest packet (one row) accepted from the server.
+- ``spaceId``, ``replicaId``, ``types``, ``tupleFormat``: as in ``tarantool-xlog``; plus the common ``mode``,
+  ``columnNameOfCorruptRecord``, ``batchSize``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+from spark_logsource.errors import OptionError
+from spark_logsource.filters import Predicate, apply_predicates
+from spark_logsource.fs import FileEntry
+from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.options import OptionMap
+from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint, Secret
+from spark_logsource.tarantool.format import INT32_MAX, TUPLE_FORMATS, canonical_type
+from spark_logsource.tarantool.live import LiveSlice, LiveStream, parse_offset
+from spark_logsource.tarantool.reader import xlog_schema
+
+_NAMED_POSITIONS = ("latest", "earliest", "snapshot")
+
+
+def _position(opts: OptionMap, name: str, default: str, allowed: Sequence[str]) -> str:
+    value = opts.string(name)
+    if value is None:
+        return default
+    text = value.strip()
+    if text.lower() in allowed:
+        return text.lower()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise OptionError(name, f"expected {', '.join(allowed)} or a JSON vclock like {{\"1\": 5120}}") from None
+    if not isinstance(data, dict):
+        raise OptionError(name, "expected a JSON object (a vclock or an offset)")
+    if "kind" in data:
+        parse_offset(data, name)
+    return text
+
+
+def _seconds(opts: OptionMap, name: str, default: float, minimum: float) -> float:
+    value = opts.raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(name, f"expected a number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number < minimum:
+        raise OptionError(name, f"must be a number of seconds ≥ {minimum:g}, got {value!r}")
+    return number
+
+
+class TarantoolReplicationFormat(LogFormat):
+    name = "tarantool-replication"
+
+    def __repr__(self) -> str:
+        return f"TarantoolReplicationFormat({self.endpoint.display})"
+
+    def _parse_options(self, opts: OptionMap) -> None:
+        uri = opts.string("uri")
+        if uri is None and len(self.paths) == 1:
+            uri = self.paths[0]
+        if not uri:
+            raise OptionError("uri", "no server given: option uri = tarantool://user@host:port")
+        self.endpoint, uri_password = Endpoint.parse(uri)
+        self.paths = []
+        password = opts.string("password")
+        self.password = Secret(password) if password is not None else (uri_password or Secret(None))
+        self.starting_position = _position(opts, "startingPosition", "latest", _NAMED_POSITIONS)
+        self.batch_starting_position = _position(opts, "startingPosition", "earliest", _NAMED_POSITIONS)
+        self.ending_position = _position(opts, "endingPosition", "latest", ("latest",))
+        self.read_timeout = _seconds(opts, "readTimeout", 10.0, 0.05)
+        self.ack_interval = _seconds(opts, "ackInterval", 0.25, 0.01)
+        self.fail_on_data_loss = opts.boolean("failOnDataLoss", True)
+        self.max_rows_per_trigger = opts.integer("maxRowsPerTrigger", None, minimum=1)
+        self.max_packet_bytes = opts.size("maxPacketBytes", MAX_PACKET_BYTES)
+        self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
+        preds: list[Predicate] = []
+        spaces = opts.int_list("spaceId", minimum=0, maximum=INT32_MAX)
+        if spaces:
+            preds.append(Predicate("space_id", "in", tuple(spaces)))
+        replicas = opts.int_list("replicaId", minimum=0, maximum=INT32_MAX)
+        if replicas:
+            preds.append(Predicate("replica_id", "in", tuple(replicas)))
+        types = opts.str_list("types")
+        if types:
+            preds.append(Predicate("type", "in", tuple(canonical_type(t) for t in types)))
+        self.option_predicates = tuple(preds)
+
+    def schema(self) -> pa.Schema:
+        return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
+
+    def accept_file_name(self, name: str) -> bool:
+        return False
+
+    def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
+        return []  # a server, not files
+
+    def extra_allowed_options(self) -> Iterable[str]:
+        return ("verifyChecksums", "maxPartitionBytes", "pathGlobFilter", "recursiveFileLookup")
+
+    def stream(self) -> LiveStream:
+        return LiveStream(self)
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        """Batch read: the slices of ``[startingPosition, endingPosition)``, resolved against the server now."""
+        stream = self.stream()
+        start = stream.resolve_position(self.batch_starting_position)
+        end = stream.resolve_position(self.ending_position)
+        slices = stream.plan(start, end)
+        return [Split(self.endpoint.display, 0, None, 0, (("slice", s),)) for s in slices]
+
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        slice_ = split.hint("slice")
+        if not isinstance(slice_, LiveSlice):
+            raise TypeError("a tarantool-replication split carries a LiveSlice")
+        keep = self.common.corrupt_column_or_none
+        for batch in self.stream().read_slice(slice_):
+            if predicates:
+                batch = apply_predicates(batch, predicates, keep_rows_with=keep)
+            if len(batch):
+                yield batch

@@ -1,0 +1,19 @@
+"""Build the typed view (``view=space`` or ``view=state``) a :class:`TarantoolXlogFormat` was asked for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_logsource.tarantool.format import TarantoolXlogFormat
+
+
+def make_typed_view(fmt: TarantoolXlogFormat, options: dict[str, Any]) -> Any:
+    """A :class:`~.space_view.SpaceView` or a :class:`~.state.StateView` for the parsed view options."""
+    if options["view"] == "space":
+        from spark_logsource.tarantool.space_view import SpaceView
+
+        return SpaceView(fmt, options["space"])
+    from spark_logsource.tarantool.state import StateView
+
+    return StateView(fmt, options["space"], options["as_of_lsn"], options["partitions"])

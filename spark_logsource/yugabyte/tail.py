@@ -1,0 +1,303 @@
+"""Tailing a YugabyteDB WAL directory: the ``yugabyte-wal`` format as a :class:`LogStream`.
+
+Every tablet below the directory is followed on its own (``position.py``: per tablet, segment and byte offset of
+the next entry batch). The stream:
+
+- finds the newest boundary (:meth:`YugabyteWalStream.latest_offset`) by walking entry headers (and their CRCs)
+  from each tablet's position: a closed segment is walked to its footer and the next segment is entered once its
+  header is written; in the active segment the walk stops at the last complete batch (a half-written batch, or
+  preallocated zeros, is left for later). A bad batch followed by good ones is inside the range, and the parse
+  mode applies when it is read;
+- plans one slice per tablet with new batches, holding exactly the byte ranges to read, so an executor never
+  reads bytes written after planning;
+- reports data loss when a tablet's segment it still needs was deleted (log GC): :class:`DataLossError`, or
+  with ``failOnDataLoss=false`` a warning and a jump to the oldest segment still there.
+
+Raft truncation in a stream: entries superseded within one range are dropped (unless ``includeSuperseded``);
+an entry already emitted is not retracted when a later range supersedes it — the later entry, with the same
+index and a higher term, says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from spark_logsource.errors import CorruptDataError, DataLossError, OptionError
+from spark_logsource.filters import apply_predicates
+from spark_logsource.fs import FileEntry, display_name, list_files, open_input
+from spark_logsource.options import OptionMap
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
+from spark_logsource.yugabyte.messages import batch_op_ids
+from spark_logsource.yugabyte.position import TabletPosition, offset_of, parse_offset, parse_starting_position
+from spark_logsource.yugabyte.reader import TabletRef, iter_tablet_batches, tablet_ids_from_path
+from spark_logsource.yugabyte.segment import EntryScanner, RawBatch, SegmentInfo, open_segment
+
+if TYPE_CHECKING:
+    from spark_logsource.yugabyte.format import YugabyteWalFormat
+
+log = logging.getLogger(__name__)
+
+__all__ = ["STREAM_OPTIONS", "StreamOptions", "WalSlice", "YugabyteWalStream", "parse_stream_options"]
+
+STREAM_OPTIONS = ("startingPosition", "failOnDataLoss", "maxRowsPerTrigger", "maxBytesPerTrigger",
+                  "maxFilesPerTrigger")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOptions:
+    starting: str | dict[str, TabletPosition] = "earliest"
+    fail_on_data_loss: bool = True
+    max_rows: int | None = None
+    max_bytes: int | None = None
+    max_files: int | None = None
+
+
+def parse_stream_options(opts: OptionMap) -> StreamOptions:
+    max_bytes = opts.raw("maxBytesPerTrigger")
+    return StreamOptions(
+        starting=parse_starting_position(opts.string("startingPosition")),
+        fail_on_data_loss=opts.boolean("failOnDataLoss", True),
+        max_rows=opts.integer("maxRowsPerTrigger", minimum=1),
+        max_bytes=None if max_bytes is None else opts.size("maxBytesPerTrigger", 1),
+        max_files=opts.integer("maxFilesPerTrigger", minimum=1),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WalSlice:
+    """The new batches of one tablet: per segment ``(uri, size, start, end)``; ``start`` 0 = first entry."""
+
+    key: str
+    table_id: str | None
+    tablet_id: str | None
+    parts: tuple[tuple[str, int, int, int], ...]
+
+    def __repr__(self) -> str:  # plan strings: file names only
+        return f"WalSlice({self.key!r}, {[(posixpath.basename(display_name(u)), a, b) for u, _, a, b in self.parts]})"
+
+
+@dataclass
+class _Taken:
+    budget: ReadBudget
+    rows: int = 0
+    bytes: int = 0
+    files: int = 0
+
+    def allows(self, rows: int, nbytes: int, new_file: bool) -> bool:
+        if self.rows == 0 and self.bytes == 0:
+            return True  # a range takes at least one batch
+        b = self.budget
+        if b.max_rows is not None and self.rows + rows > b.max_rows:
+            return False
+        if b.max_bytes is not None and self.bytes + nbytes > b.max_bytes:
+            return False
+        return not (b.max_files is not None and new_file and self.files + 1 > b.max_files)
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    seqno: int
+    entry: FileEntry
+
+
+class YugabyteWalStream(LogStream):
+    """A growing WAL directory (one or many tablets) as ranges of per-tablet positions."""
+
+    fmt: YugabyteWalFormat
+
+    def __init__(self, fmt: YugabyteWalFormat) -> None:
+        super().__init__(fmt)
+        if len(fmt.paths) != 1:
+            raise OptionError("path", f"streaming reads one WAL directory, got {len(fmt.paths)} paths")
+        self.directory = display_name(fmt.paths[0]).rstrip("/")
+        self.options: StreamOptions = fmt.stream_options
+
+    # --- listing ------------------------------------------------------------------------------------------------
+    def _tablets(self) -> dict[str, list[_Segment]]:
+        """Segments by tablet key (folder relative to the directory), in sequence order, pruned by the options."""
+        from spark_logsource.yugabyte.format import segment_seqno
+
+        files = list_files([self.fmt.paths[0]], accept_name=self.fmt.accept_file_name, recursive=True)
+        groups: dict[str, list[_Segment]] = {}
+        for tablet in self.fmt.tablets(files):
+            folder = posixpath.dirname(display_name(tablet.segments[0][0]))
+            segs = [_Segment(seqno, FileEntry(uri, size)) for uri, size in tablet.segments
+                    if (seqno := segment_seqno(uri)) is not None]
+            groups[self._key(folder)] = sorted(segs, key=lambda s: s.seqno)
+        return groups
+
+    def _key(self, folder: str) -> str:
+        rel = posixpath.relpath(folder, self.directory) if folder != self.directory else "."
+        return rel
+
+    # --- driver -------------------------------------------------------------------------------------------------
+    def initial_offset(self) -> Offset:
+        starting = self.options.starting
+        if isinstance(starting, dict):
+            return offset_of(starting)
+        tablets = self._tablets()
+        start = {key: TabletPosition(segs[0].seqno, 0) for key, segs in tablets.items() if segs}
+        if starting == "earliest":
+            return offset_of(start)
+        return self.latest_offset(offset_of(start), ReadBudget())
+
+    def default_budget(self) -> ReadBudget:
+        o = self.options
+        return ReadBudget(max_rows=o.max_rows, max_bytes=o.max_bytes, max_files=o.max_files)
+
+    def compare_offsets(self, a: Offset, b: Offset) -> int:
+        pa_, pb_ = parse_offset(a), parse_offset(b)
+        keys = set(pa_) | set(pb_)
+        less = any(k not in pa_ or (k in pb_ and pa_[k].sort_key() < pb_[k].sort_key()) for k in keys)
+        more = any(k not in pb_ or (k in pa_ and pa_[k].sort_key() > pb_[k].sort_key()) for k in keys)
+        if less and not more:
+            return -1
+        if more and not less:
+            return 1
+        if not less and not more:
+            return 0
+        raise ValueError("offsets are not ordered (each is ahead on some tablet)")
+
+    def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
+        positions = parse_offset(start)
+        tablets = self._tablets()
+        taken = _Taken(budget)
+        out = dict(positions)
+        for key in sorted(tablets):
+            segs = tablets[key]
+            if not segs:
+                continue
+            cur = positions.get(key) or TabletPosition(segs[0].seqno, 0)
+            cur = self._resolve(key, cur, segs)
+            out[key] = self._walk(segs, cur, taken)
+        return offset_of(out)
+
+    def _resolve(self, key: str, cur: TabletPosition, segs: list[_Segment]) -> TabletPosition:
+        """``cur``, or the oldest segment still there when ``cur``'s segment was deleted (data loss)."""
+        seqnos = [s.seqno for s in segs]
+        if cur.seg in seqnos or cur.seg > seqnos[-1]:
+            return cur
+        first = seqnos[0]
+        if first > cur.seg:
+            missing = f"tablet {key}: segments from wal-{cur.seg:09d} byte {cur.pos} up to wal-{first:09d}"
+            if self.options.fail_on_data_loss:
+                raise DataLossError(self.directory, missing)
+            log.warning("%s: data loss: %s; continuing from the oldest segment (failOnDataLoss=false)",
+                        self.directory, missing)
+            return TabletPosition(first, 0, cur.index)
+        later = [s for s in seqnos if s > cur.seg]
+        return TabletPosition(later[0], 0, cur.index) if later else cur
+
+    def _walk(self, segs: list[_Segment], cur: TabletPosition, taken: _Taken) -> TabletPosition:
+        """Walk batches from ``cur`` while the budget allows; the boundary reached."""
+        by_seq = {s.seqno: s for s in segs}
+        counted = False
+        while cur.seg in by_seq:
+            seg = by_seq[cur.seg]
+            info = self._info(seg)
+            if info is None or info.kind == "uninitialized":
+                return cur
+            try:
+                source = open_input(seg.entry.uri)
+            except FileNotFoundError:
+                return cur
+            with source:
+                scanner = EntryScanner(source, info, start=cur.pos or None)
+                for item in scanner:
+                    if not isinstance(item, RawBatch):
+                        continue  # a bad region between good batches: inside the range, the parse mode applies
+                    ops = batch_op_ids(item.body)
+                    if not taken.allows(len(ops), item.size, new_file=not counted):
+                        return cur
+                    if not counted:
+                        taken.files += 1
+                        counted = True
+                    taken.rows += len(ops)
+                    taken.bytes += item.size
+                    cur = TabletPosition(cur.seg, item.offset + item.size, ops[-1][1] if ops else cur.index)
+            later = [s.seqno for s in segs if s.seqno > cur.seg]
+            nxt = by_seq[later[0]] if later else None
+            nxt_info = None if nxt is None else self._info(nxt)
+            finished = info.footer is not None or (nxt_info is not None and nxt_info.kind != "uninitialized")
+            if not finished:
+                return cur  # the active segment: more may come
+            if info.footer is not None and cur.pos < info.read_up_to:
+                cur = TabletPosition(cur.seg, info.read_up_to, cur.index)  # past a bad tail of a closed segment
+            if nxt is None or nxt_info is None or nxt_info.kind == "uninitialized":
+                return cur
+            if taken.budget.max_files is not None and taken.files + 1 > taken.budget.max_files and \
+                    (taken.rows or taken.bytes):
+                return cur
+            cur = TabletPosition(nxt.seqno, 0, cur.index)
+            counted = False
+        return cur
+
+    def _info(self, seg: _Segment) -> SegmentInfo | None:
+        try:
+            with open_input(seg.entry.uri) as source:
+                return open_segment(source, display_name(seg.entry.uri))
+        except FileNotFoundError:
+            return None
+        except CorruptDataError as exc:
+            log.info("%s: segment head not readable yet: %s", display_name(seg.entry.uri), exc)
+            return None
+
+    def plan(self, start: Offset, end: Offset) -> Sequence[WalSlice]:
+        s, e = parse_offset(start), parse_offset(end)
+        tablets = self._tablets()
+        slices = []
+        for key in sorted(e):
+            hi = e[key]
+            lo = s.get(key)
+            segs = tablets.get(key, [])
+            if lo is None:
+                lo = TabletPosition(segs[0].seqno, 0) if segs else hi
+            if lo.sort_key() >= hi.sort_key():
+                continue
+            parts = []
+            for seg in segs:
+                if seg.seqno < lo.seg or seg.seqno > hi.seg:
+                    continue
+                a = lo.pos if seg.seqno == lo.seg else 0
+                b = hi.pos if seg.seqno == hi.seg else seg.entry.size
+                if seg.seqno == hi.seg and b == 0:
+                    continue
+                parts.append((seg.entry.uri, seg.entry.size, a, b))
+            if lo.seg not in {seg.seqno for seg in segs}:
+                missing = f"tablet {key}: wal-{lo.seg:09d} from byte {lo.pos} (deleted before it was read)"
+                if self.options.fail_on_data_loss:
+                    raise DataLossError(self.directory, missing)
+                log.warning("%s: data loss: %s (failOnDataLoss=false)", self.directory, missing)
+            if parts:
+                table_id, tablet_id = tablet_ids_from_path(parts[0][0])
+                slices.append(WalSlice(key, table_id, tablet_id, tuple(parts)))
+        return slices
+
+    # --- executors ----------------------------------------------------------------------------------------------
+    def read_slice(self, slice_: WalSlice) -> Iterator[pa.RecordBatch]:
+        tablet = TabletRef(slice_.table_id, slice_.tablet_id,
+                           tuple((u, size) for u, size, _, _ in slice_.parts),
+                           tuple((a, b) for _, _, a, b in slice_.parts))
+        keep = self.fmt.common.corrupt_column_or_none
+        try:
+            for batch in iter_tablet_batches(tablet, self.fmt.read_options):
+                batch = apply_predicates(batch, self.fmt.option_predicates, keep_rows_with=keep)
+                if len(batch):
+                    yield batch
+        except FileNotFoundError:
+            missing = f"tablet {slice_.key}: a segment was deleted before this range was read"
+            if self.options.fail_on_data_loss:
+                raise DataLossError(self.directory, missing) from None
+            log.warning("%s: data loss: %s (failOnDataLoss=false)", self.directory, missing)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"fmt": self.fmt, "directory": self.directory, "options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
