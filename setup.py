@@ -73,6 +73,9 @@ setup(
         "crc32c>=2.3",
         # vectorised scans (binlog resync windows, per-row offsets of a batch) without a Python loop per item
         "numpy>=1.24",
+        # mysql-binlog view=table replays CREATE / ALTER / RENAME TABLE from the binlog: a maintained SQL parser with a
+        # MySQL dialect, rather than regexes (pure Python; docs/formats/mysql-typed.md "DDL replay")
+        "sqlglot>=25",
     ],
     extras_require={
         "spark": ["pyspark>=4.0", "pandas>=2.2,<3"],  # pyspark 4.3 does not support pandas 3 yet

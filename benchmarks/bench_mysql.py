@@ -14,7 +14,12 @@ same server streams the same file), then times in one run:
 and prints a markdown table of rows/s with the ratios to the issue's floors (iter_batches ≥ 10×
 python-mysql-replication and ≥ 0.3× mariadb-binlog). ``--profile`` adds a cProfile of ``iter_batches``.
 
+``--shape wide`` / ``--shape narrow`` make instead an insert-only binlog of a table of 50 columns (the id, 40
+``VARCHAR(64)`` texts ``'text k of row i'``, 9 MariaDB ``JSON`` documents ``{"id": i, "tag": "tag k", "vals": [k,
+i, 3], "ok": true}``; 100 rows per INSERT) or of 2 integer columns (``id INT``, ``v BIGINT``; 1000 rows per INSERT).
+
     python3 benchmarks/bench_mysql.py [--workdir /tmp/spark-logsource-bench] [--rows 500000] [--profile]
+        [--shape base|wide|narrow] [--no-pmr] [--no-spark]
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mariadb_server import REPO, open_server, tcp_settings  # the benchmarks/ folder is sys.path[0]
-from tests.servers.mariadb import MariaDBServer
+
+from tests.support.servers.mariadb import MariaDBServer
 
 log = logging.getLogger("bench_mysql")
 
@@ -76,6 +82,52 @@ def _insert_values(first: int, count: int) -> str:
         f" '2024-{1 + n % 12:02d}-{1 + n % 28:02d} {n % 24:02d}:{n % 60:02d}:{n % 59:02d}',"
         f" {'NULL' if n % 7 == 0 else repr(f'order note {n} ' + 'x' * (n % 40))}, {n % 256})"
         for n in range(first, first + count))
+
+
+WIDE_TEXTS, WIDE_JSONS = 40, 9
+SHAPES: dict[str, tuple[str, int]] = {  # shape -> (DDL, rows per INSERT)
+    "wide": ("CREATE TABLE bench.wide (id INT NOT NULL PRIMARY KEY, "
+             + ", ".join(f"t{k} VARCHAR(64)" for k in range(WIDE_TEXTS)) + ", "
+             + ", ".join(f"j{k} JSON" for k in range(WIDE_JSONS)) + ")", 100),
+    "narrow": ("CREATE TABLE bench.narrow (id INT NOT NULL PRIMARY KEY, v BIGINT NOT NULL)", 1000),
+}
+
+
+def _shape_values(shape: str, first: int, count: int) -> str:
+    if shape == "narrow":
+        return ", ".join(f"({n}, {n * 7})" for n in range(first, first + count))
+    return ", ".join(
+        "(" + ", ".join([str(n), *(f"'text {k} of row {n}'" for k in range(WIDE_TEXTS)),
+                         *(f"'{{\"id\": {n}, \"tag\": \"tag {k}\", \"vals\": [{k}, {n}, 3], \"ok\": true}}'"
+                           for k in range(WIDE_JSONS))]) + ")"
+        for n in range(first, first + count))
+
+
+def make_shape_workload(server: MariaDBServer, shape: str, rows: int) -> Workload:
+    """An insert-only binlog of ``rows`` rows of the ``wide`` or ``narrow`` table (transactions of ~10 000 rows)."""
+    ddl, per_statement = SHAPES[shape]
+    statements = -(-rows // per_statement)
+    per_transaction = max(1, 10_000 // per_statement)
+    counts = {"inserts": 0, "updates": 0, "deletes": 0}
+
+    def workload(srv: MariaDBServer) -> None:
+        srv.execute("DROP DATABASE IF EXISTS bench")
+        srv.execute("CREATE DATABASE bench CHARACTER SET utf8mb4")
+        srv.execute(ddl)
+        for s in range(statements):
+            if s % per_transaction == 0:
+                srv.execute("BEGIN")
+            counts["inserts"] += srv.execute(f"INSERT INTO bench.{shape} VALUES "
+                                             + _shape_values(shape, s * per_statement, per_statement))
+            if s % per_transaction == per_transaction - 1 or s == statements - 1:
+                srv.execute("COMMIT")
+
+    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
+                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
+    files = server.run_workload(workload, settings)
+    if len(files) != 1:
+        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
+    return Workload(files[0].name, per_statement=per_statement, **counts)
 
 
 def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workload:
@@ -119,7 +171,7 @@ def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workl
     return Workload(files[0].name, per_statement=per_statement, **counts)
 
 
-def prepare(workdir: Path, rows: int, per_statement: int) -> tuple[MariaDBServer, Workload]:
+def prepare(workdir: Path, rows: int, per_statement: int, shape: str = "base") -> tuple[MariaDBServer, Workload]:
     """Start the kept server of ``workdir`` (making it and the binlog on first use) and return the workload."""
     marker = workdir / "workload.json"
     cached: dict | None = None
@@ -138,7 +190,8 @@ def prepare(workdir: Path, rows: int, per_statement: int) -> tuple[MariaDBServer
         log.info("using the cached binlog %s (%d row changes)", workload.binlog, workload.rows)
         return server, workload
     started = time.perf_counter()
-    workload = make_workload(server, rows, per_statement)
+    workload = make_workload(server, rows, per_statement) if shape == "base" else make_shape_workload(server, shape,
+                                                                                                      rows)
     log.info("made %s with %d row changes in %.1f s", workload.binlog, workload.rows, time.perf_counter() - started)
     marker.write_text(json.dumps({"version": WORKLOAD_VERSION, "requested_rows": rows, "binlog": workload.binlog,
                                   "per_statement": per_statement, "inserts": workload.inserts,
@@ -247,85 +300,121 @@ def main(argv: list[str] | None = None) -> int:
                         help="rows of each multi-row INSERT (the statement text the changes view repeats per row)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of iter_batches")
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark measurement")
+    parser.add_argument("--no-pmr", action="store_true", help="skip python-mysql-replication")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of each side-by-side measurement")
+    parser.add_argument("--splits", type=int, default=4, help="Spark splits of the file (maxPartitionBytes)")
+    parser.add_argument("--shape", choices=("base", "wide", "narrow"), default="base",
+                        help="base: the 8-column table with updates and deletes; wide / narrow: see the docstring")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
-    per_statement = args.insert_rows_per_statement
+    per_statement = args.insert_rows_per_statement if args.shape == "base" else SHAPES[args.shape][1]
     suffix = "" if per_statement == DEFAULT_INSERT_ROWS_PER_STATEMENT else f"-{per_statement}-per-insert"
-    server, workload = prepare(args.workdir / f"mysql{suffix}", args.rows, per_statement)
+    if args.shape != "base":
+        suffix = f"-{args.shape}"
+    server, workload = prepare(args.workdir / f"mysql{suffix}", args.rows, per_statement, args.shape)
     try:
         path = server.binlog_dir / workload.binlog
         size_mb = path.stat().st_size / 1e6
         n = workload.rows
-        results: dict[str, Timing] = {}
-        results["iter_batches"] = timed("iter_batches", lambda: count_iter_batches(path), n)
-        results["iter_batches json"] = timed("iter_batches json", lambda: count_iter_batches(path, rowFormat="json"),
-                                             n)
-        results["iter_batches no query"] = timed(
-            "iter_batches includeQuery=false", lambda: count_iter_batches(path, includeQuery="false"), n)
-        results["mariadb-binlog"] = timed("mariadb-binlog", lambda: run_mariadb_binlog(path), n)
-        results["python-mysql-replication"] = timed(
-            "python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog), n)
+        results: dict[str, list[Timing]] = {}
+
+        def measure(key: str, action: Callable[[], int]) -> None:
+            results.setdefault(key, []).append(timed(key, action, n))
+
+        count_iter_batches(path)  # warm-up, not timed: imports, the kernel, the page cache
+        # side by side, --repeat times: a ratio is taken within one repetition (the machine is shared)
+        for _ in range(args.repeat):
+            measure("iter_batches", lambda: count_iter_batches(path))
+            measure("iter_batches json", lambda: count_iter_batches(path, rowFormat="json"))
+            measure("mariadb-binlog", lambda: run_mariadb_binlog(path))
+        if args.shape == "base":
+            measure("iter_batches query", lambda: count_iter_batches(path, includeQuery="true"))
+        if not args.no_pmr:
+            measure("python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog))
         if not args.no_spark:
-            results["spark noop"] = timed("spark local[2] noop", spark_noop(path), n)
-            results["spark noop no query"] = timed("spark local[2] noop includeQuery=false",
-                                                   spark_noop(path, includeQuery="false"), n)
+            splits = max(1, args.splits)
+            split_bytes = str(-(-path.stat().st_size // splits))
+            one = spark_noop(path)
+            many = spark_noop(path, maxPartitionBytes=split_bytes)
+            one()  # warm-up, not timed: the Python workers start and import the package
+            for _ in range(args.repeat):
+                measure("spark noop", one)
+                measure("spark noop splits", many)
+                measure("mariadb-binlog (spark runs)", lambda: run_mariadb_binlog(path))
         profile = profile_iter_batches(path) if args.profile else None
     finally:
         server.stop()
 
     command = "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]])
-    print(report(results, workload, size_mb, command))
+    print(report(results, workload, size_mb, command, args.shape, args.splits))
     if profile is not None:
         print("\ncProfile of iter_batches (default options), top functions by own time:\n")
         print(profile)
     return 0
 
 
-def report(results: dict[str, Timing], workload: Workload, size_mb: float, command: str) -> str:
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float, command: str, shape: str = "base",
+           splits: int = 4) -> str:
+    """Markdown: per reader the median wall and CPU seconds, rows/s, and its ratio to mariadb-binlog taken within
+    each repetition (median, then every run)."""
     n = workload.rows
-    rate = {k: n / v.wall for k, v in results.items()}
     labels = {
-        "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (1 process)',
-        "iter_batches json": "`iter_batches(..., rowFormat=\"json\")` (1 process)",
-        "iter_batches no query": "`iter_batches(..., includeQuery=\"false\")` (1 process)³",
-        "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`',
-        "spark noop no query": 'Spark `local[2]`, `.option("includeQuery", "false")` → `noop`³',
+        "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (defaults: Variant, includeQuery=false)',
+        "iter_batches json": "`iter_batches(..., rowFormat=\"json\")`",
+        "iter_batches query": "`iter_batches(..., includeQuery=\"true\")`³",
+        "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`, 1 split',
+        "spark noop splits": f"Spark `local[2]` → `noop`, {splits} splits (`maxPartitionBytes`)",
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
     }
+    if shape == "base":
+        table = (f"{workload.inserts:,} inserts, {workload.updates:,} updates, {workload.deletes:,} deletes; 8 "
+                 f"columns; {workload.per_statement} rows per INSERT statement")
+    elif shape == "wide":
+        table = (f"{workload.inserts:,} inserts; 50 columns: id, {WIDE_TEXTS} VARCHAR(64), {WIDE_JSONS} JSON; "
+                 f"{workload.per_statement} rows per INSERT statement")
+    else:
+        table = f"{workload.inserts:,} inserts; 2 integer columns; {workload.per_statement} rows per INSERT statement"
     lines = [
-        f"Binlog: MariaDB {mariadb_version()} ROW format, {n:,} row changes ({workload.inserts:,} inserts, "
-        f"{workload.updates:,} updates, {workload.deletes:,} deletes; 8 columns; {workload.per_statement} rows per "
-        f"INSERT statement), {size_mb:.1f} MB. "
-        f"{os.cpu_count()} cores.",
+        f"Binlog ({shape}): MariaDB {mariadb_version()} ROW format, binlog_row_metadata=FULL, CRC32, "
+        f"{n:,} row changes ({table}; transactions of ~10 000 rows), {size_mb:.1f} MB, uncompressed. "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end.",
         "",
         f"Command: `{command}`",
         "",
-        "| reader | wall s | CPU s² | rows/s (wall) | vs python-mysql-replication | vs mariadb-binlog |",
+        "| reader | wall s (median) | CPU s² (median) | rows/s | × mariadb-binlog, wall (median; each run) "
+        "| × mariadb-binlog, CPU⁴ (median; each run) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for key, label in labels.items():
         if key not in results:
             continue
-        vs_pmr = rate[key] / rate["python-mysql-replication"]
-        vs_mb = rate[key] / rate["mariadb-binlog"]
-        cpu = "–" if key.startswith("spark noop") else f"{results[key].cpu:.2f}"
-        lines.append(f"| {label} | {results[key].wall:.2f} | {cpu} | {rate[key]:,.0f} | {vs_pmr:.1f}× | {vs_mb:.2f}× |")
-    for key in ("iter_batches", "iter_batches no query"):
-        if key not in rate:
-            continue
-        vs_pmr = rate[key] / rate["python-mysql-replication"]
-        vs_mb = rate[key] / rate["mariadb-binlog"]
-        lines += ["", f"Floors (issue #3), {key}: ≥ 10× python-mysql-replication: {vs_pmr:.1f}× "
-                      f"{'OK' if vs_pmr >= 10 else 'BELOW'}; ≥ 0.3× mariadb-binlog: {vs_mb:.2f}× "
-                      f"{'OK' if vs_mb >= 0.3 else 'BELOW'}"]
+        runs = results[key]
+        wall = _median([t.wall for t in runs])
+        cpu = "–" if key.startswith("spark noop") else f"{_median([t.cpu for t in runs]):.2f}"
+        base = results["mariadb-binlog (spark runs)" if key.startswith("spark noop") else "mariadb-binlog"]
+        ratios = [b.wall / t.wall for t, b in zip(runs, base, strict=False)]  # same repetition
+        each = ", ".join(f"{r:.2f}" for r in ratios)
+        by_cpu = "–"
+        if not key.startswith("spark noop"):
+            cpu_ratios = [b.cpu / t.cpu for t, b in zip(runs, base, strict=False)]
+            by_cpu = f"{_median(cpu_ratios):.2f} ({', '.join(f'{r:.2f}' for r in cpu_ratios)})"
+        lines.append(f"| {label} | {wall:.2f} | {cpu} | {n / wall:,.0f} | {_median(ratios):.2f} ({each}) "
+                     f"| {by_cpu} |")
     lines += ["",
-              "¹ the server's CPU (reading and sending the file) is not counted. "
+              "¹ one run; the server's CPU (reading and sending the file) is not counted. "
               "² this process and its children (mariadb-binlog); Spark's JVM and workers are not counted. "
-              "³ the changes view's `query` column left null: by the issue's schema it repeats each row's statement "
-              "on every row it changed (a 1000-row INSERT of this table is ~97 KB of text, copied onto each of its "
-              "1000 rows)."]
+              "³ the changes view's `query` column filled: it repeats each row's statement on every row it changed "
+              "(a 1000-row INSERT of this table is ~97 KB of text, copied onto each of its 1000 rows); one run. "
+              "⁴ CPU seconds of mariadb-binlog over ours, in the same repetition: steadier than wall time on a shared "
+              "machine (one process each; python-mysql-replication's excludes the server's)."]
     return "\n".join(lines)
 
 

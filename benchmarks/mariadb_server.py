@@ -1,6 +1,6 @@
 """A throwaway MariaDB server on loopback for the benchmark and ``samples/make_mysql_samples.sh``.
 
-There is one server starter in the project, the test suite's :class:`tests.servers.mariadb.MariaDBServer`
+There is one server starter in the project, the test suite's :class:`tests.support.servers.mariadb.MariaDBServer`
 (``mariadb-install-db`` + ``mariadbd --no-defaults`` in a private datadir, ``binlog_format=ROW``, server id 1,
 loopback port and Unix socket). This module only adds what a benchmark needs on top of it:
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.servers.mariadb import MariaDBServer  # noqa: E402  (needs the repository root on sys.path)
+from tests.support.servers.mariadb import MariaDBServer  # noqa: E402  (needs the repository root on sys.path)
 
 log = logging.getLogger(__name__)
 

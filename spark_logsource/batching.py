@@ -10,7 +10,7 @@ than the cap still forms a batch of its own (it fits Arrow: one value is bounded
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 #: Variable-width bytes (strings, binaries, Variant values and metadata) in one output batch at most.
 MAX_BATCH_BYTES = 256 << 20
@@ -67,17 +67,17 @@ def cut_batches(chunks: Iterable[C], batch_size: int, max_bytes: int = MAX_BATCH
         yield group
 
 
-class ChunkBuffer:
+class ChunkBuffer(Generic[C]):
     """Chunks waiting to become batches, with their row and byte totals (to know when a batch is due)."""
 
     def __init__(self, batch_size: int, max_bytes: int = MAX_BATCH_BYTES) -> None:
         self.batch_size = batch_size
         self.max_bytes = max_bytes
-        self.chunks: list[Chunk] = []
+        self.chunks: list[C] = []
         self.rows = 0
         self.bytes = 0
 
-    def add(self, chunk: Chunk) -> None:
+    def add(self, chunk: C) -> None:
         if chunk.n:
             self.chunks.append(chunk)
             self.rows += chunk.n
@@ -86,7 +86,7 @@ class ChunkBuffer:
     def full(self) -> bool:
         return self.rows >= self.batch_size or self.bytes >= self.max_bytes
 
-    def take(self) -> Iterator[list[Chunk]]:
+    def take(self) -> Iterator[list[C]]:
         """Everything buffered, cut into batches; the buffer is empty afterwards."""
         chunks, self.chunks, self.rows, self.bytes = self.chunks, [], 0, 0
         return cut_batches(chunks, self.batch_size, self.max_bytes)

@@ -9,7 +9,7 @@ them to skip work (a file whose LSN range cannot match, a rows event of an unwan
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +111,26 @@ def apply_predicates(batch: pa.RecordBatch, predicates: Sequence[Predicate],
     if mask is None or pc.all(mask).as_py():
         return batch
     return batch.filter(mask)
+
+
+def in_filter(column: str, values: Iterable[Any] | None) -> list[Predicate]:
+    """An option listing the values ``column`` may take, as predicates: none when the option was not given."""
+    return [Predicate(column, "in", tuple(values))] if values else []
+
+
+def range_filter(column: str, low: Any = None, high: Any = None) -> list[Predicate]:
+    """``low <= column < high`` (the ``from*`` / ``to*`` options), each bound only when given."""
+    return ([] if low is None else [Predicate(column, ">=", low)]) + \
+        ([] if high is None else [Predicate(column, "<", high)])
+
+
+def filter_batches(batches: Iterable[pa.RecordBatch], predicates: Sequence[Predicate],
+                   keep_rows_with: str | None = None) -> Iterator[pa.RecordBatch]:
+    """:func:`apply_predicates` on each of ``batches``, the batches left empty dropped."""
+    for batch in batches:
+        batch = apply_predicates(batch, predicates, keep_rows_with)
+        if len(batch):
+            yield batch
 
 
 def allowed_values(predicates: Iterable[Predicate], column: str) -> set[Any] | None:

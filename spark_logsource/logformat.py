@@ -50,7 +50,8 @@ class CliFlag:
     """A command-line flag a format brings to ``spark-logsource`` (``--space 512`` → option ``spaceId=512``).
 
     ``repeatable`` flags may be given several times and become a comma list; ``commands`` are the subcommands
-    that accept the flag. Formats sharing a flag must map it to the same option.
+    that accept the flag; ``metavar`` names the value in ``--help`` (default: the flag's name in capitals).
+    Formats sharing a flag must map it to the same option.
     """
 
     flag: str
@@ -60,6 +61,7 @@ class CliFlag:
     repeatable: bool = False
     choices: tuple[str, ...] | None = None
     commands: frozenset[str] = frozenset({"cat"})
+    metavar: str | None = None
 
 
 class LogFormat(abc.ABC):

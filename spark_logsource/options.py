@@ -11,6 +11,7 @@ import difflib
 import enum
 import json
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -121,6 +122,24 @@ class OptionMap:
             raise OptionError(name, f"must be at least {minimum}, got {number}")
         if maximum is not None and number > maximum:
             raise OptionError(name, f"must be at most {maximum}, got {number}")
+        return number
+
+    def seconds(self, name: str, default: float, *, minimum: float, maximum: float = math.inf,
+                exclusive_minimum: bool = False) -> float:
+        """A duration in seconds (``2.5``), finite, at least ``minimum`` (above it if ``exclusive_minimum``) and
+        at most ``maximum``."""
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(name, f"expected a number of seconds, got {value!r}") from None
+        low_ok = number > minimum if exclusive_minimum else number >= minimum
+        if not (math.isfinite(number) and low_ok and number <= maximum):
+            if maximum == math.inf:
+                raise OptionError(name, f"must be a number of seconds ≥ {minimum:g}, got {value!r}")
+            raise OptionError(name, f"must be between {minimum:g} and {maximum:g} seconds, got {value!r}")
         return number
 
     def size(self, name: str, default: int) -> int:

@@ -1,13 +1,14 @@
 /*
  * spark_logsource.memcached._kernel: the compiled twin of the framing loop (protocol._frame_loop) and of the
- * column extraction of tap.decode_bulk. Layouts: docs/formats/memcached-tap.md.
+ * column extraction of tap.decode_bulk (tap._fields_numpy). Layouts: docs/formats/memcached-tap.md.
  *
  *     frame(data, pos, stop, max_body) -> (starts: bytes of int64, end: int, bad: bool)
- *     extract(data, starts: bytes of int64) -> tuple of bytes (see X_* below)
+ *     columns(data, starts: buffer of int64, alloc) -> (bad rows, Arrow buffers of every column; see C_* below)
  *     acks(data, starts: bytes of int64) -> (ACK-flagged packets as int64 opcode << 32 | opaque, non-NOOP count)
  *
- * Both only read inside the buffer they are given (every length is checked before it is used), release the GIL
- * while they work, and return plain bytes that the Python side views with numpy. The Python code is the
+ * They only read inside the buffer they are given (every length is checked before it is used) and release the GIL
+ * while they work; columns() writes the Arrow buffers (validity bitmaps, offsets, values) that the Python side
+ * wraps with pa.Array.from_buffers, the others return plain bytes that it views with numpy. The Python code is the
  * reference: tests compare both on real recordings and generated packets.
  */
 #define PY_SSIZE_T_CLEAN
@@ -131,7 +132,7 @@ static size_t utf8_replace(const uint8_t *s, size_t n, uint8_t *dst) {
     return o;
 }
 
-/* Bits of the "present" column of extract(); P_BADKEY: the key is not valid UTF-8. */
+/* Which columns of a row are set (columns() below); P_BADKEY: the key is not valid UTF-8. */
 enum {
     P_OK = 1, P_TAP = 2, P_ITEM = 4, P_KEY = 8, P_VALUE = 16, P_ES = 32, P_CKPT = 64, P_STATE = 128,
     P_OPAQUE = 256, P_BADKEY = 512,
@@ -143,7 +144,11 @@ static int utf8_valid(const uint8_t *s, size_t n) {
     while (i < n) {
         uint8_t c = s[i];
         if (c < 0x80) {
-            i++;
+            uint64_t w; /* most keys are ASCII: 8 bytes at a time while no high bit is set */
+            while (i + 8 <= n && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ULL) == 0))
+                i += 8;
+            if (i < n && s[i] < 0x80)
+                i++;
             continue;
         }
         if (c < 0xC2)
@@ -175,91 +180,206 @@ static int utf8_valid(const uint8_t *s, size_t n) {
     return 1;
 }
 
-/* extract() returns, in this order: */
+/* columns() returns its 15 output columns in the order of tap.COLUMNS[2:] (seq ... opaque_code): */
 enum {
-    X_OPCODE,   /* int32 */
-    X_SEQ,      /* int64 */
-    X_VBUCKET,  /* int32 */
-    X_CAS,      /* int64 */
-    X_FLAGS,    /* int64 */
-    X_EXPIRY,   /* int64 */
-    X_TAPFLAGS, /* int32 */
-    X_TTL,      /* int32 */
-    X_CKPT,     /* int64 */
-    X_CODE,     /* int64: OPAQUE code / VBUCKET_SET state */
-    X_BODY,     /* int64: body length */
-    X_PRESENT,  /* uint16 bits P_* */
-    X_KEY_OFFSETS, X_KEY_DATA, X_VALUE_OFFSETS, X_VALUE_DATA, X_ES_OFFSETS, X_ES_DATA, /* int32 offsets, bytes */
-    X_TEXT_OFFSETS, X_TEXT_DATA, /* the key as UTF-8 text: ill-formed parts replaced by U+FFFD */
-    X_RAW_OFFSETS, X_RAW_DATA,   /* the key bytes of the keys that are not UTF-8 only (others empty) */
-    X_COUNT
+    C_SEQ, C_OPCODE, C_VBUCKET, C_KEY, C_KEY_BYTES, C_VALUE, C_FLAGS, C_EXPIRY, C_CAS, C_TAP_FLAGS, C_TTL, C_ES,
+    C_CKPT, C_STATE, C_OPAQUE, C_COUNT
+};
+enum { K_I64, K_I32, K_VAR };
+static const uint8_t C_KIND[C_COUNT] = {
+    K_I64, K_VAR, K_I32, K_VAR, K_VAR, K_VAR, K_I64, K_I64, K_I64, K_I32, K_I32, K_VAR, K_I64, K_VAR, K_VAR,
+};
+/* The P_* bit that makes a row of each column valid (the rest of the row's columns are null). */
+static const uint16_t C_VALID[C_COUNT] = {
+    P_OK, P_OK, P_OK, P_KEY, P_BADKEY, P_VALUE, P_ITEM, P_ITEM, P_OK, P_TAP, P_TAP, P_ES, P_CKPT, P_STATE, P_OPAQUE,
 };
 
-static PyObject *k_extract(PyObject *self, PyObject *args) {
-    Py_buffer view, sview;
-    if (!PyArg_ParseTuple(args, "y*y*", &view, &sview))
+/* Names of the opcode column (tap.OPCODE_NAMES; other codes as their decimal number) and of the OPAQUE codes and
+ * VBUCKET_SET states (tap.OPAQUE_CODES, tap.VBUCKET_STATES). */
+static const char *opcode_label(uint32_t op) {
+    switch (op) {
+    case 0x0A: return "NOOP";
+    case 0x40: return "CONNECT";
+    case 0x41: return "MUTATION";
+    case 0x42: return "DELETE";
+    case 0x43: return "FLUSH";
+    case 0x44: return "OPAQUE";
+    case 0x45: return "VBUCKET_SET";
+    case 0x46: return "CHECKPOINT_START";
+    case 0x47: return "CHECKPOINT_END";
+    default: return NULL;
+    }
+}
+static const char *opaque_label(uint32_t code) {
+    static const char *names[] = {"ENABLE_AUTO_NACK", "INITIAL_VBUCKET_STREAM", "ENABLE_CHECKPOINT_SYNC",
+                                  "OPEN_CHECKPOINT", "COMPLETE_VB_FILTER_CHANGE", "CHECKPOINT_PERSISTENCE", NULL,
+                                  "CLOSE_TAP_STREAM", "CLOSE_BACKFILL"};
+    return code < sizeof names / sizeof names[0] ? names[code] : NULL;
+}
+static const char *state_label(uint32_t code) {
+    static const char *names[] = {NULL, "active", "replica", "pending", "dead"};
+    return code < sizeof names / sizeof names[0] ? names[code] : NULL;
+}
+
+/* dst[0:n] = src[0:n]: short copies (names, most keys) as a few moves, not a call or a `rep movs`. */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
+    if (n > 16) {
+        memcpy(dst, src, n);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
+/* The opcode column's text of each opcode (opcode_label, or the decimal number): filled at module init. */
+static char OPCODE_TEXT[256][20];
+static uint8_t OPCODE_LEN[256];
+
+/* `label`, or the decimal digits of `code` when label is NULL: written to dst unless NULL; returns the length. */
+static size_t put_label(const char *label, uint32_t code, uint8_t *dst) {
+    char digits[12];
+    size_t len;
+    if (label == NULL) {
+        len = 0;
+        do {
+            digits[sizeof digits - 1 - len++] = (char)('0' + code % 10);
+            code /= 10;
+        } while (code);
+        label = digits + sizeof digits - len;
+    } else {
+        len = strlen(label);
+    }
+    if (dst)
+        memcpy(dst, label, len);
+    return len;
+}
+
+/* An output buffer of n bytes from alloc(n) (pyarrow.allocate_buffer: Arrow's memory pool, which hands the same
+ * pages back chunk after chunk instead of fresh ones that each cost a page fault); *data points into it. */
+static PyObject *out_alloc(PyObject *alloc, size_t n, uint8_t **data) {
+    PyObject *out = PyObject_CallFunction(alloc, "n", (Py_ssize_t)(n ? n : 1));
+    if (out == NULL)
         return NULL;
-    PyObject *result = NULL;
-    PyObject *out[X_COUNT] = {NULL};
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE)) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    *data = view.buf; /* the memory belongs to `out`, which the caller keeps until it returns */
+    Py_ssize_t len = view.len;
+    PyBuffer_Release(&view);
+    if ((size_t)len < n) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "columns: the allocator returned a buffer smaller than asked");
+        return NULL;
+    }
+    return out;
+}
+
+/* The validity bits of each P_* bit in use: index = bit number. */
+#define NBITS 10
+
+static int bit_index(uint16_t bit) {
+    int i = 0;
+    while (bit > 1) {
+        bit >>= 1;
+        i++;
+    }
+    return i;
+}
+
+/*
+ * columns(data, starts: buffer of int64, alloc) -> (bad: bytes of int64, parts)
+ *
+ * The rows of the whole packets at `starts` in `data`, as Arrow buffers: parts holds, per output column (C_*), a
+ * tuple (null_count, validity bitmap or None, values, offsets or None) for pa.Array.from_buffers. `bad` lists the
+ * rows that are not TAP requests whose parts fit their body (responses, lying engine-specific lengths): every
+ * column of those is null, and the caller decodes them one by one. Same columns as tap._fields_numpy + the
+ * Python side of tap.decode_bulk (the reference), for every input.
+ */
+static PyObject *k_columns(PyObject *self, PyObject *args) {
+    Py_buffer view, sview;
+    PyObject *alloc;
+    if (!PyArg_ParseTuple(args, "y*y*O", &view, &sview, &alloc))
+        return NULL;
+    PyObject *result = NULL, *bad_out = NULL;
+    PyObject *data_out[C_COUNT] = {NULL}, *offs_out[C_COUNT] = {NULL}, *valid_out[NBITS] = {NULL};
+    uint8_t *data[C_COUNT] = {NULL}, *offs_raw[C_COUNT] = {NULL}, *valid[NBITS] = {NULL};
+    int64_t nulls[NBITS] = {0};
+    uint16_t *present = NULL;
     const uint8_t *b = (const uint8_t *)view.buf;
     const int64_t *starts = (const int64_t *)sview.buf;
-    Py_ssize_t n = sview.len / 8, len = view.len;
-    for (Py_ssize_t i = 0; i < n; i++) { /* every packet must lie inside the buffer */
-        if (starts[i] < 0 || starts[i] + HEADER > len || starts[i] + HEADER + (Py_ssize_t)be32(b + starts[i] + 8) > len) {
-            PyErr_SetString(PyExc_ValueError, "extract: a packet runs past the buffer");
-            goto done;
+    Py_ssize_t n = sview.len / 8, len = view.len, nbad = 0;
+    present = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *present);
+    if (present == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int c = 0; c < C_COUNT; c++) {
+        if (C_KIND[c] == K_VAR) {
+            offs_out[c] = out_alloc(alloc, (size_t)(n + 1) * 4, &offs_raw[c]);
+            if (offs_out[c] == NULL)
+                goto done;
+        } else {
+            data_out[c] = out_alloc(alloc, (size_t)n * (C_KIND[c] == K_I64 ? 8 : 4), &data[c]);
+            if (data_out[c] == NULL)
+                goto done;
         }
     }
-    static const int width[X_COUNT] = {4, 8, 4, 8, 8, 8, 4, 4, 8, 8, 8, 2, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0};
-    for (int c = 0; c < X_COUNT; c++) {
-        int is_offsets = c == X_KEY_OFFSETS || c == X_VALUE_OFFSETS || c == X_ES_OFFSETS || c == X_TEXT_OFFSETS
-                         || c == X_RAW_OFFSETS;
-        Py_ssize_t size = width[c] * (n + is_offsets);
-        if (width[c] == 0)
-            continue;
-        out[c] = PyBytes_FromStringAndSize(NULL, size);
-        if (out[c] == NULL)
+    for (int k = 0; k < NBITS; k++) {
+        valid_out[k] = out_alloc(alloc, (size_t)(n + 7) / 8, &valid[k]);
+        if (valid_out[k] == NULL)
             goto done;
     }
-#define COL(c, T) ((T *)PyBytes_AS_STRING(out[c]))
-    int32_t *opcode = COL(X_OPCODE, int32_t), *vbucket = COL(X_VBUCKET, int32_t), *tapflags = COL(X_TAPFLAGS, int32_t);
-    int32_t *ttl = COL(X_TTL, int32_t);
-    int64_t *seq = COL(X_SEQ, int64_t), *cas = COL(X_CAS, int64_t), *flags = COL(X_FLAGS, int64_t);
-    int64_t *expiry = COL(X_EXPIRY, int64_t), *ckpt = COL(X_CKPT, int64_t), *code = COL(X_CODE, int64_t);
-    int64_t *bodylen = COL(X_BODY, int64_t);
-    uint16_t *present = COL(X_PRESENT, uint16_t);
-    int32_t *koff = COL(X_KEY_OFFSETS, int32_t), *voff = COL(X_VALUE_OFFSETS, int32_t), *eoff = COL(X_ES_OFFSETS, int32_t);
-    int32_t *toff = COL(X_TEXT_OFFSETS, int32_t), *roff = COL(X_RAW_OFFSETS, int32_t);
-    int64_t ktot = 0, vtot = 0, etot = 0, ttot = 0, rtot = 0;
+    int64_t *seq = (int64_t *)data[C_SEQ], *cas = (int64_t *)data[C_CAS], *flags = (int64_t *)data[C_FLAGS];
+    int64_t *expiry = (int64_t *)data[C_EXPIRY], *ckpt = (int64_t *)data[C_CKPT];
+    int32_t *vbucket = (int32_t *)data[C_VBUCKET], *tapflags = (int32_t *)data[C_TAP_FLAGS];
+    int32_t *ttl = (int32_t *)data[C_TTL];
+    int32_t *offs[C_COUNT];
+    for (int c = 0; c < C_COUNT; c++)
+        offs[c] = (int32_t *)offs_raw[c];
+    int64_t tot[C_COUNT] = {0};
+    int64_t t_op = 0, t_key = 0, t_raw = 0, t_value = 0, t_es = 0, t_state = 0, t_opaque = 0;
+    int32_t *o_op = offs[C_OPCODE], *o_key = offs[C_KEY], *o_raw = offs[C_KEY_BYTES], *o_value = offs[C_VALUE];
+    int32_t *o_es = offs[C_ES], *o_state = offs[C_STATE], *o_opaque = offs[C_OPAQUE];
+    uint32_t all_bits = 0xFFFF, any_bits = 0;
+    int overrun = 0;
     Py_BEGIN_ALLOW_THREADS
-    koff[0] = voff[0] = eoff[0] = toff[0] = roff[0] = 0;
+    for (int c = 0; c < C_COUNT; c++)
+        if (C_KIND[c] == K_VAR)
+            offs[c][0] = 0;
+    /* pass 1: fixed-width values, which columns each row sets, the length of every variable-width value */
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (starts[i] < 0 || starts[i] > len - HEADER
+            || (Py_ssize_t)be32(b + starts[i] + 8) > len - HEADER - starts[i]) {
+            overrun = 1; /* every packet must lie inside the buffer */
+            break;
+        }
         const uint8_t *h = b + starts[i];
         uint32_t magic = h[0], op = h[1], keylen = be16(h + 2), ext = h[4], body = be32(h + 8);
         uint32_t nes = 0, tf = 0, bits = 0;
-        int is_tap = op >= 0x41 && op <= 0x47 && ext >= 8;
-        opcode[i] = (int32_t)op;
-        seq[i] = be32(h + 12);
-        vbucket[i] = (int32_t)be16(h + 6);
-        cas[i] = (int64_t)be64(h + 16);
-        bodylen[i] = body;
-        flags[i] = expiry[i] = ckpt[i] = code[i] = 0;
-        tapflags[i] = ttl[i] = 0;
-        int ok = magic == 0x80;
+        int is_tap = op >= 0x41 && op <= 0x47 && ext >= 8 && ext <= body;
         if (is_tap) {
             nes = be16(h + HEADER);
             tf = be16(h + HEADER + 2);
-            tapflags[i] = (int32_t)tf;
-            ttl[i] = h[HEADER + 4];
         }
-        if ((uint64_t)ext + nes + keylen > body)
-            ok = 0;
-        uint32_t klen = 0, vlen = 0, elen = 0;
-        size_t tlen = 0, rlen = 0;
-        if (ok) {
-            bits |= P_OK;
+        seq[i] = be32(h + 12);
+        vbucket[i] = (int32_t)be16(h + 6);
+        cas[i] = (int64_t)be64(h + 16);
+        tapflags[i] = (int32_t)tf;
+        ttl[i] = is_tap ? h[HEADER + 4] : 0;
+        flags[i] = expiry[i] = ckpt[i] = 0;
+        if (magic == 0x80 && (uint64_t)ext + nes + keylen <= body) {
             const uint8_t *es = h + HEADER + ext, *key = es + nes, *value = key + keylen;
-            vlen = body - ext - nes - keylen;
+            uint32_t vlen = body - ext - nes - keylen;
+            bits = P_OK;
+            t_op += OPCODE_LEN[op];
             if (is_tap)
                 bits |= P_TAP;
             if (is_tap && ext == 16) {
@@ -269,101 +389,149 @@ static PyObject *k_extract(PyObject *self, PyObject *args) {
             }
             if (keylen > 0 || op == 0x41 || op == 0x42) {
                 bits |= P_KEY;
-                klen = keylen;
                 if (utf8_valid(key, keylen)) {
-                    tlen = keylen;
+                    t_key += keylen;
                 } else {
                     bits |= P_BADKEY;
-                    tlen = utf8_replace(key, keylen, NULL);
-                    rlen = keylen;
+                    t_key += (int64_t)utf8_replace(key, keylen, NULL);
+                    t_raw += keylen;
                 }
             }
-            if (op == 0x41 ? !(tf & 0x02) : vlen > 0)
+            if (op == 0x41 ? !(tf & 0x02) : vlen > 0) {
                 bits |= P_VALUE;
-            else
-                vlen = 0;
+                t_value += vlen;
+            }
             if (nes > 0) {
                 bits |= P_ES;
-                elen = nes;
-                if (nes >= 4) {
-                    code[i] = be32(es);
-                    if (op == 0x44)
-                        bits |= P_OPAQUE;
-                    if (op == 0x45)
-                        bits |= P_STATE;
+                t_es += nes;
+                if (nes >= 4 && op == 0x44) {
+                    bits |= P_OPAQUE;
+                    t_opaque += (int64_t)put_label(opaque_label(be32(es)), be32(es), NULL);
+                }
+                if (nes >= 4 && op == 0x45) {
+                    bits |= P_STATE;
+                    t_state += (int64_t)put_label(state_label(be32(es)), be32(es), NULL);
                 }
             }
-            if ((op == 0x46 || op == 0x47) && body - ext - nes - keylen >= 8) {
+            if ((op == 0x46 || op == 0x47) && vlen >= 8) {
                 bits |= P_CKPT;
                 ckpt[i] = (int64_t)be64(value);
             }
+        } else {
+            nbad++;
         }
         present[i] = (uint16_t)bits;
-        ktot += klen;
-        vtot += vlen;
-        etot += elen;
-        ttot += (int64_t)tlen;
-        rtot += (int64_t)rlen;
-        toff[i + 1] = (int32_t)(ttot > INT32_MAX ? -1 : ttot);
-        roff[i + 1] = (int32_t)(rtot > INT32_MAX ? -1 : rtot);
-        koff[i + 1] = (int32_t)(ktot > INT32_MAX ? -1 : ktot);
-        voff[i + 1] = (int32_t)(vtot > INT32_MAX ? -1 : vtot);
-        eoff[i + 1] = (int32_t)(etot > INT32_MAX ? -1 : etot);
+        all_bits &= bits;
+        any_bits |= bits;
+#define OFF(o, t) o[i + 1] = (int32_t)(t > INT32_MAX ? -1 : t)
+        OFF(o_op, t_op);
+        OFF(o_key, t_key);
+        OFF(o_raw, t_raw);
+        OFF(o_value, t_value);
+        OFF(o_es, t_es);
+        OFF(o_state, t_state);
+        OFF(o_opaque, t_opaque);
+#undef OFF
+    }
+    tot[C_OPCODE] = t_op, tot[C_KEY] = t_key, tot[C_KEY_BYTES] = t_raw, tot[C_VALUE] = t_value, tot[C_ES] = t_es;
+    tot[C_STATE] = t_state, tot[C_OPAQUE] = t_opaque;
+    /* validity bitmaps: none needed where every row is set (a run of mutations sets the same columns) */
+    for (int k = 0; k < NBITS; k++) {
+        size_t bytes = (size_t)(n + 7) / 8;
+        if (all_bits & (1u << k)) {
+            nulls[k] = 0;
+        } else if (!(any_bits & (1u << k))) {
+            memset(valid[k], 0, bytes);
+            nulls[k] = n;
+        } else {
+            int64_t set = 0;
+            for (size_t j = 0; j < bytes; j++) {
+                uint8_t v = 0;
+                for (Py_ssize_t t = 0; t < 8 && (Py_ssize_t)(8 * j) + t < n; t++)
+                    v |= (uint8_t)(((present[8 * j + t] >> k) & 1u) << t);
+                valid[k][j] = v;
+                set += __builtin_popcount(v);
+            }
+            nulls[k] = n - set;
+        }
     }
     Py_END_ALLOW_THREADS
-    if (ktot > INT32_MAX || vtot > INT32_MAX || etot > INT32_MAX || ttot > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "extract: more than 2 GiB of keys or values in one call");
+    if (overrun) {
+        PyErr_SetString(PyExc_ValueError, "columns: a packet runs past the buffer");
         goto done;
     }
-    out[X_KEY_DATA] = PyBytes_FromStringAndSize(NULL, ktot);
-    out[X_VALUE_DATA] = PyBytes_FromStringAndSize(NULL, vtot);
-    out[X_ES_DATA] = PyBytes_FromStringAndSize(NULL, etot);
-    out[X_TEXT_DATA] = PyBytes_FromStringAndSize(NULL, ttot);
-    out[X_RAW_DATA] = PyBytes_FromStringAndSize(NULL, rtot);
-    if (!out[X_KEY_DATA] || !out[X_VALUE_DATA] || !out[X_ES_DATA] || !out[X_TEXT_DATA] || !out[X_RAW_DATA])
+    for (int c = 0; c < C_COUNT; c++) {
+        if (tot[c] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "columns: more than 2 GiB of keys or values in one call");
+            goto done;
+        }
+        if (C_KIND[c] == K_VAR) {
+            data_out[c] = out_alloc(alloc, (size_t)tot[c], &data[c]);
+            if (data_out[c] == NULL)
+                goto done;
+        }
+    }
+    bad_out = PyBytes_FromStringAndSize(NULL, nbad * 8);
+    if (bad_out == NULL)
         goto done;
     {
-        char *kd = PyBytes_AS_STRING(out[X_KEY_DATA]), *vd = PyBytes_AS_STRING(out[X_VALUE_DATA]);
-        char *ed = PyBytes_AS_STRING(out[X_ES_DATA]);
-        uint8_t *td = (uint8_t *)PyBytes_AS_STRING(out[X_TEXT_DATA]), *rd = (uint8_t *)PyBytes_AS_STRING(out[X_RAW_DATA]);
+        int64_t *bad = (int64_t *)PyBytes_AS_STRING(bad_out);
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const uint8_t *h = b + starts[i];
-            uint32_t ext = h[4], nes = (present[i] & P_TAP) ? be16(h + HEADER) : 0, keylen = be16(h + 2);
-            const uint8_t *es = h + HEADER + ext;
-            if (!(present[i] & P_OK))
+        /* pass 2: the bytes of every variable-width value */
+        for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+            uint16_t bits = present[i];
+            if (!(bits & P_OK)) {
+                bad[j++] = i;
                 continue;
-            if (eoff[i + 1] > eoff[i])
-                memcpy(ed + eoff[i], es, (size_t)(eoff[i + 1] - eoff[i]));
-            if (koff[i + 1] > koff[i]) {
-                size_t kl = (size_t)(koff[i + 1] - koff[i]);
-                memcpy(kd + koff[i], es + nes, kl);
-                if (present[i] & P_BADKEY) {
-                    utf8_replace(es + nes, kl, td + toff[i]);
-                    memcpy(rd + roff[i], es + nes, kl);
-                } else {
-                    memcpy(td + toff[i], es + nes, kl);
-                }
             }
-            if (voff[i + 1] > voff[i])
-                memcpy(vd + voff[i], es + nes + keylen, (size_t)(voff[i + 1] - voff[i]));
+            const uint8_t *h = b + starts[i];
+            uint32_t op = h[1], ext = h[4], keylen = be16(h + 2), nes = (bits & P_TAP) ? be16(h + HEADER) : 0;
+            const uint8_t *es = h + HEADER + ext, *key = es + nes, *value = key + keylen;
+            copy_bytes(data[C_OPCODE] + offs[C_OPCODE][i], (const uint8_t *)OPCODE_TEXT[op], OPCODE_LEN[op]);
+            if (bits & P_BADKEY) {
+                utf8_replace(key, keylen, data[C_KEY] + offs[C_KEY][i]);
+                copy_bytes(data[C_KEY_BYTES] + offs[C_KEY_BYTES][i], key, keylen);
+            } else if (bits & P_KEY) {
+                copy_bytes(data[C_KEY] + offs[C_KEY][i], key, keylen);
+            }
+            if (bits & P_VALUE)
+                copy_bytes(data[C_VALUE] + offs[C_VALUE][i], value, (size_t)(offs[C_VALUE][i + 1] - offs[C_VALUE][i]));
+            if (bits & P_ES)
+                copy_bytes(data[C_ES] + offs[C_ES][i], es, nes);
+            if (bits & P_OPAQUE)
+                put_label(opaque_label(be32(es)), be32(es), data[C_OPAQUE] + offs[C_OPAQUE][i]);
+            if (bits & P_STATE)
+                put_label(state_label(be32(es)), be32(es), data[C_STATE] + offs[C_STATE][i]);
         }
         Py_END_ALLOW_THREADS
     }
-    result = PyTuple_New(X_COUNT);
-    if (result == NULL)
+    PyObject *parts = PyTuple_New(C_COUNT);
+    if (parts == NULL)
         goto done;
-    for (int c = 0; c < X_COUNT; c++) {
-        PyTuple_SET_ITEM(result, c, out[c]);
-        out[c] = NULL;
+    for (int c = 0; c < C_COUNT; c++) {
+        int k = bit_index(C_VALID[c]);
+        PyObject *validity = nulls[k] ? valid_out[k] : Py_None;
+        PyObject *part = Py_BuildValue("(LOOO)", (long long)nulls[k], validity, data_out[c],
+                                       offs_out[c] ? offs_out[c] : Py_None);
+        if (part == NULL) {
+            Py_DECREF(parts);
+            goto done;
+        }
+        PyTuple_SET_ITEM(parts, c, part);
     }
+    result = Py_BuildValue("(ON)", bad_out, parts);
 done:
-    for (int c = 0; c < X_COUNT; c++)
-        Py_XDECREF(out[c]);
+    Py_XDECREF(bad_out);
+    for (int c = 0; c < C_COUNT; c++) {
+        Py_XDECREF(data_out[c]);
+        Py_XDECREF(offs_out[c]);
+    }
+    for (int k = 0; k < NBITS; k++)
+        Py_XDECREF(valid_out[k]);
+    PyMem_Free(present);
     PyBuffer_Release(&view);
     PyBuffer_Release(&sview);
     return result;
-#undef COL
 }
 
 /* acks(data, starts) -> (acks: bytes of int64 (opcode << 32 | opaque) of the ACK-flagged TAP packets, in order,
@@ -406,7 +574,7 @@ fail:
 static PyMethodDef kernel_methods[] = {
     {"acks", k_acks, METH_VARARGS, "acks(data, starts) -> (acks, data_packets)"},
     {"frame", k_frame, METH_VARARGS, "frame(data, pos, stop, max_body) -> (starts, end, bad)"},
-    {"extract", k_extract, METH_VARARGS, "extract(data, starts) -> tuple of column buffers"},
+    {"columns", k_columns, METH_VARARGS, "columns(data, starts, alloc) -> (bad rows, column parts)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -415,4 +583,8 @@ static struct PyModuleDef kernel_module = {
     NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&kernel_module); }
+PyMODINIT_FUNC PyInit__kernel(void) {
+    for (uint32_t op = 0; op < 256; op++)
+        OPCODE_LEN[op] = (uint8_t)put_label(opcode_label(op), op, (uint8_t *)OPCODE_TEXT[op]);
+    return PyModule_Create(&kernel_module);
+}

@@ -62,13 +62,12 @@ def iter_capture_batches(source: Any, path: str, size: int, spec: BatchSpec, max
     while True:
         at_eof = read >= size
         if not at_eof:
-            data = source.read(min(chunk, size - read))
-            if not data:
+            got = buf.feed_from(source.readinto, min(chunk, size - read))  # no copy between file and framing
+            if not got:
                 size = read  # the file shrank while we read it: treat what we have as the end
                 at_eof = True
             else:
-                read += len(data)
-                buf.feed(data)
+                read += got
         if bad_at is not None:
             rest = buf.rest()
             found = _find_header(rest, 1 if buf.offset == bad_at else 0, buf.offset, size, max_body)
@@ -81,7 +80,7 @@ def iter_capture_batches(source: Any, path: str, size: int, spec: BatchSpec, max
             buf.skip(found)
             log.info("%s: resynchronised at byte %d after a bad region at %d", path, buf.offset, bad_at)
             bad_at = None
-        base, packets, starts, problem = buf.take_all()
+        base, packets, starts, problem = buf.take_all(copy=False)
         yield from packet_batches(spec, packets, starts, base, lambda p, e, b=base: on_error(p, b, e))
         if problem is not None:
             bad_at = buf.offset

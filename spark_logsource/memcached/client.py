@@ -1,8 +1,9 @@
 """A TAP consumer: connect, send TAP_CONNECT, read the server's packets, answer the ACKs it asks for.
 
 Wire facts (flag bits, the order of the TAP_CONNECT userdata, ACK replies) are in ``docs/formats/memcached-tap.md``.
-The socket is read in large chunks into a :class:`~spark_logsource.memcached.protocol.PacketBuffer`; whole
-packets come out in bulk for :func:`~spark_logsource.memcached.tap.decode_bulk`. Every wait is bounded by the
+The socket is read in large chunks into a :class:`~spark_logsource.memcached.protocol.PacketBuffer` (or, for
+one-shot streams, :func:`dump_chunks`, straight into reused buffers); whole packets come out in bulk for
+:func:`~spark_logsource.memcached.tap.decode_bulk`. Every wait is bounded by the
 read timeout, and every length by ``max_body``: a dead, silent or lying server ends in a :class:`SourceError`
 naming ``tap://host:port`` (never the password) and the stream byte where it happened.
 """
@@ -10,19 +11,18 @@ naming ``tap://host:port`` (never the password) and the stream byte where it hap
 from __future__ import annotations
 
 import logging
-import queue
 import select
 import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from spark_logsource.errors import AuthenticationError, OptionError, SourceError
+from spark_logsource.errors import AuthenticationError, SourceError
 from spark_logsource.memcached.protocol import (
     DEFAULT_MAX_BODY,
     HEADER_SIZE,
@@ -36,11 +36,13 @@ from spark_logsource.memcached.protocol import (
     PacketBuffer,
     encode_ack,
     encode_packet,
+    frame_starts,
     read_header,
     status_name,
 )
 from spark_logsource.memcached.tap import TAP_FLAG_ACK
 from spark_logsource.native import load_kernel
+from spark_logsource.net import connect_tcp, os_reason, parse_server_uri
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,10 @@ REGISTERED_CLIENT = 0x80
 BACKFILL_NOW = 0xFFFFFFFFFFFFFFFF
 CONNECT_OPAQUE = 0xFEED0001
 RECV_SIZE = 1 << 20
+#: Size of each buffer a one-shot stream (:func:`dump_chunks`) is received into: the largest chunk it decodes.
+DUMP_BUFFER = 2 << 20
+#: How long the caller of :func:`dump_chunks` may be away before a keeper thread reads (and ACKs) for it.
+KEEPER_DELAY = 0.05
 
 
 @dataclass(frozen=True)
@@ -81,17 +87,10 @@ class TapEndpoint:
 
 
 def parse_tap_uri(uri: str) -> TapEndpoint:
-    try:
-        parts = urlsplit(uri.strip())
-        port = parts.port or 11211
-    except ValueError as exc:
-        raise OptionError("uri", f"not a tap://host:port URI ({exc})") from None
-    if parts.scheme.lower() != "tap" or not parts.hostname:
-        shown = uri.split("@", 1)[-1] if "@" in uri else uri
-        raise OptionError("uri", f"expected tap://host:port, got {shown!r}")
-    user = unquote(parts.username) if parts.username else None
-    password = unquote(parts.password) if parts.password is not None else None
-    return TapEndpoint(parts.hostname, port, user, password)
+    """``tap://[user[:password]@]host[:port]`` (port 11211 by default)."""
+    parts = parse_server_uri(uri, schemes=("tap",), form="tap://host:port", default_port=11211)
+    password = None if parts.password is None else parts.password.reveal()
+    return TapEndpoint(parts.host, parts.port, parts.user, password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +150,7 @@ class Chunk:
     """Whole packets read at once: ``data`` holds them back to back, ``starts`` where each begins."""
 
     offset: int  # stream offset of data[0] (bytes received before it on this connection)
-    data: bytes
+    data: bytes | memoryview  # a view of a receive buffer from TapConnection.read_into
     starts: Sequence[int]  # an int64 array
 
 
@@ -208,11 +207,7 @@ class TapConnection:
 
     def open(self) -> None:
         ep = self.endpoint
-        try:
-            sock = socket.create_connection((ep.host, ep.port), timeout=self.connect_timeout)
-        except OSError as exc:
-            raise SourceError(ep.source, None, f"cannot connect: {exc.strerror or exc}") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = connect_tcp(ep.host, ep.port, ep.source, connect_timeout=self.connect_timeout)
         self._sock = sock
         try:
             if ep.user is not None:
@@ -220,7 +215,7 @@ class TapConnection:
             sock.sendall(self.spec.encode())
         except OSError as exc:
             self.close()
-            raise SourceError(ep.source, None, f"cannot send TAP_CONNECT: {exc.strerror or exc}") from None
+            raise SourceError(ep.source, None, f"cannot send TAP_CONNECT: {os_reason(exc)}") from None
         except SourceError:
             self.close()
             raise
@@ -268,7 +263,7 @@ class TapConnection:
                 return True
             n = sock.recv_into(self._rbuf)
         except OSError as exc:
-            raise self.error(f"connection failed: {exc.strerror or exc}") from None
+            raise self.error(f"connection failed: {os_reason(exc)}") from None
         if not n:
             self.closed_by_server = True
             self.close()
@@ -306,6 +301,51 @@ class TapConnection:
                 if self._buf.pending == before:
                     break
 
+    def read_into(self, buf: bytearray, wait: float) -> Chunk | None:
+        """:meth:`read` with two copies fewer, for one-shot streams: bytes are received straight into ``buf`` (after
+        the partial packet the previous read left) and framed there; the chunk's ``data`` is a view of ``buf``,
+        valid until the caller reuses ``buf``. Returns what arrived within ``wait`` s, as soon as the socket has
+        nothing more or ``buf`` is full. A packet larger than half of ``buf``, a bad header and the end of the
+        stream go through :meth:`read` (whose chunk holds its own bytes).
+        """
+        sock = self._sock
+        pending = self._buf.pending
+        if sock is None or pending > len(buf) // 2:
+            return self.read(wait)
+        offset = self._buf.offset
+        view = memoryview(buf)
+        view[:pending] = self._buf.rest()
+        filled, closed = pending, False
+        deadline = time.monotonic() + wait
+        timeout = sock.gettimeout()
+        sock.settimeout(0.0)  # one recv per call: the waits are the select below, not a poll before every recv
+        try:
+            while filled < len(buf):
+                try:
+                    n = sock.recv_into(view[filled:])
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if filled > pending or left <= 0 or not select.select([sock], [], [], left)[0]:
+                        break
+                    continue
+                if not n:
+                    closed = True
+                    break
+                filled += n
+        except OSError as exc:
+            raise self.error(f"connection failed: {os_reason(exc)}") from None
+        finally:
+            sock.settimeout(timeout)
+        if closed:
+            self.closed_by_server = True
+            self.close()
+        starts, end, _ = frame_starts(view, 0, filled, self._buf.max_body)
+        self._buf.replace(offset + end, view[end:filled])  # a partial packet, or a bad header for read() to report
+        if not len(starts):
+            return self.read(0.0)
+        self._check_first(offset, view, starts)
+        return Chunk(offset, view[:end], starts)
+
     def _check_first(self, offset: int, data: bytes, starts: Sequence[int]) -> None:
         """The first packet of a connection may be the server's refusal of TAP_CONNECT."""
         if not self._first:
@@ -314,7 +354,7 @@ class TapConnection:
         first = int(starts[0])
         h = read_header(data, first)
         if h.magic == RESPONSE_MAGIC and h.status != 0:
-            text = data[first + HEADER_SIZE + h.extlen + h.keylen:first + h.size].decode("utf-8", "replace")
+            text = bytes(data[first + HEADER_SIZE + h.extlen + h.keylen:first + h.size]).decode("utf-8", "replace")
             cls = AuthenticationError if h.status == 0x20 else SourceError
             self.close()
             raise self.error(f"server refused TAP_CONNECT (flags 0x{self.spec.flags:x}): status 0x{h.status:02x} "
@@ -327,67 +367,154 @@ class TapConnection:
         try:
             self._sock.sendall(b"".join(encode_ack(op, opaque) for op, opaque in acks))
         except OSError as exc:
-            raise self.error(f"cannot send ACK: {exc.strerror or exc}") from None
+            raise self.error(f"cannot send ACK: {os_reason(exc)}") from None
         self.acks_sent.extend(acks)
         log.debug("%s: acked %d packets up to seq %d", self.endpoint.source, len(acks), acks[-1][1])
 
 
-def dump_chunks(conn: TapConnection, prefetch: int = 4) -> Iterator[Chunk]:
+class _BufferCache:
+    """Receive buffers kept between one-shot reads: a fresh buffer costs a page fault per 4 KiB on first touch
+    (10–25 % of a DUMP's CPU time in benchmarks/ when every read made its own), so at most ``keep`` of them are
+    kept for the next read of this process."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._free: list[bytearray] = []
+
+    def get(self, size: int) -> bytearray:
+        with self._lock:
+            for i, buf in enumerate(self._free):
+                if len(buf) == size:
+                    return self._free.pop(i)
+        return bytearray(size)
+
+    def put(self, bufs: list[bytearray]) -> None:
+        with self._lock:
+            room = self.keep - len(self._free)
+            self._free += bufs[:max(room, 0)]
+
+
+_BUFFERS = _BufferCache(keep=6)
+
+
+def dump_chunks(conn: TapConnection, prefetch: int = 4, buffer_size: int = DUMP_BUFFER) -> Iterator[Chunk]:
     """The chunks of a one-shot stream (DUMP, TAKEOVER, a default engine's walk) until the server closes it.
 
-    A reader thread keeps the socket drained while the caller decodes (at most ``prefetch`` chunks of at most
-    ~8 MiB wait in between), and answers every ACK the server asks for as soon as its packet is read (nothing here
-    waits on a sink), so the server never stalls on us. NOOP keep-alives do not count as progress: a server that
-    sends only those for ``read_timeout`` seconds ends the read with a :class:`SourceError` instead of hanging it.
+    The caller's thread reads the socket itself when it asks for the next chunk: no hand-over between threads per
+    chunk, which on a busy machine costs more than the decoding. While the caller is away (working on the batches
+    of the last chunk for more than :data:`KEEPER_DELAY` s), a keeper thread drains the socket into up to
+    ``prefetch`` chunks of at most ``buffer_size`` bytes and answers every ACK the server asks for as soon as its
+    packet is read (nothing here waits on a sink), so the server never stalls on us. NOOP keep-alives do not count
+    as progress: a server that sends only those for ``read_timeout`` seconds ends the read with a
+    :class:`SourceError` instead of hanging it.
+
+    The socket is read straight into at most ``prefetch + 2`` reused buffers (:meth:`TapConnection.read_into`): a
+    chunk's ``data`` is valid until the caller asks for the next chunk, when its buffer is received into again.
+    The buffers are kept for the next read (:class:`_BufferCache`).
     """
-    chunks: queue.Queue[Chunk | BaseException | None] = queue.Queue(maxsize=prefetch)
+    lock = threading.Lock()  # one reader of the connection at a time; guards everything below
+    queued: deque[tuple[Chunk, bytearray | None]] = deque()  # read by the keeper while the caller was away
+    free: list[bytearray] = []
+    made: list[bytearray] = []
+    failure: list[BaseException] = []  # the keeper's error, raised in the caller's thread after its chunks
+    ended = False  # the server closed the stream cleanly
+    away_since: float | None = None
+    last_progress = time.monotonic()
     stop = threading.Event()
 
-    def put(item: Chunk | BaseException | None) -> None:
-        while not stop.is_set():
-            try:
-                chunks.put(item, timeout=0.2)
-                return
-            except queue.Full:
-                continue
-
-    def reader() -> None:
-        last_progress = time.monotonic()
+    def read_one(wait: float) -> tuple[Chunk, bytearray | None] | None:
+        """The next chunk with packets (or None: nothing within ``wait``, no free buffer, or the end); lock held."""
+        nonlocal ended, last_progress
+        if free:
+            buf = free.pop()
+        elif len(made) < prefetch + 2:  # at most prefetch queued + one with the caller + one being filled
+            buf = _BUFFERS.get(buffer_size)
+            made.append(buf)
+        else:
+            return None
+        left = conn.read_timeout - (time.monotonic() - last_progress)
+        if left <= 0:
+            free.append(buf)
+            raise conn.error(f"read timeout: no data from the server for {conn.read_timeout:g} s")
         try:
-            while not stop.is_set():
-                left = conn.read_timeout - (time.monotonic() - last_progress)
-                if left <= 0:
-                    raise conn.error(f"read timeout: no data from the server for {conn.read_timeout:g} s")
-                chunk = conn.read(min(left, 0.5))  # wakes up to notice ``stop``
-                if chunk is None:
-                    put(None)
-                    return
-                if not len(chunk.starts):
-                    continue
-                if not _only_noops(chunk):
-                    last_progress = time.monotonic()
-                conn.send_acks(ack_requests(chunk.data, chunk.starts))
-                put(chunk)
-        except BaseException as exc:  # handed to the caller's thread, raised there
-            put(exc)
+            chunk = conn.read_into(buf, min(left, wait))
+        except BaseException:
+            free.append(buf)
+            raise
+        held = buf if chunk is not None and isinstance(chunk.data, memoryview) else None  # else read()'s bytes
+        if held is None:
+            free.append(buf)
+        if chunk is None:
+            ended = True
+            return None
+        if not len(chunk.starts):
+            if held is not None:
+                free.append(buf)
+            return None
+        acks, progress = _acks_and_progress(chunk)
+        if progress:
+            last_progress = time.monotonic()
+        if acks:
+            conn.send_acks(acks)
+        return chunk, held
 
-    thread = threading.Thread(target=reader, name=f"tap-reader {conn.endpoint.source}", daemon=True)
+    def keeper() -> None:
+        nonlocal last_progress
+        while not stop.wait(KEEPER_DELAY):
+            since = away_since
+            if since is None or time.monotonic() - since < KEEPER_DELAY or not lock.acquire(blocking=False):
+                continue
+            try:
+                while away_since is not None and not ended and not failure and len(queued) < prefetch:
+                    item = read_one(0.0)
+                    if item is None:
+                        break
+                    queued.append(item)
+                if len(queued) >= prefetch:  # not listening until the caller is back: the server is not silent
+                    last_progress = time.monotonic()
+            except BaseException as exc:  # raised in the caller's thread, after the chunks read before it
+                failure.append(exc)
+            finally:
+                lock.release()
+
+    thread = threading.Thread(target=keeper, name=f"tap-keeper {conn.endpoint.source}", daemon=True)
     thread.start()
+    lent: bytearray | None = None
     try:
         while True:
-            item = chunks.get()
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+            with lock:
+                if queued:
+                    item = queued.popleft()
+                elif failure:
+                    raise failure[0]
+                elif ended:
+                    return
+                else:
+                    item = read_one(0.5)  # wakes up to check the read timeout
+                if item is None:
+                    continue
+                chunk, lent = item
+                away_since = time.monotonic()
+            yield chunk
+            with lock:
+                away_since = None
+                if lent is not None:  # the caller is done with the chunk: its buffer is received into again
+                    free.append(lent)
+                    lent = None
     finally:
         stop.set()
         thread.join()
+        # a caller that stopped early may still hold the chunk it was given: that buffer is not reused
+        _BUFFERS.put([buf for buf in made if buf is not lent])
 
 
-def _only_noops(chunk: Chunk) -> bool:
+def _acks_and_progress(chunk: Chunk) -> tuple[list[tuple[int, int]], bool]:
+    """:func:`ack_requests` of a chunk, and whether it holds anything but NOOP keep-alives: one pass in the kernel."""
     if _KERNEL is not None:
-        return _KERNEL.acks(chunk.data, np.asarray(chunk.starts, np.int64).tobytes())[1] == 0
+        packed, data_packets = _KERNEL.acks(chunk.data, np.ascontiguousarray(chunk.starts, np.int64))
+        acks = [(v >> 32, v & 0xFFFFFFFF) for v in np.frombuffer(packed, np.int64).tolist()] if packed else []
+        return acks, data_packets > 0
     a = np.frombuffer(chunk.data, np.uint8)
-    return bool(np.all(a[np.asarray(chunk.starts, np.int64) + 1] == OP_NOOP))
+    only_noops = bool(np.all(a[np.asarray(chunk.starts, np.int64) + 1] == OP_NOOP))
+    return ack_requests_numpy(chunk.data, chunk.starts), not only_noops

@@ -22,11 +22,19 @@ import pyarrow as pa
 from spark_logsource.errors import CorruptDataError, DecodeError, OptionError
 from spark_logsource.filters import Predicate
 from spark_logsource.fs import FileEntry, display_name, open_input
-from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.memcached.capture import iter_capture_batches
 from spark_logsource.memcached.client import ConnectSpec, TapConnection, TapEndpoint, dump_chunks, parse_tap_uri
 from spark_logsource.memcached.position import backfill_age, resume_offset
-from spark_logsource.memcached.protocol import DEFAULT_MAX_BODY
+from spark_logsource.memcached.protocol import (
+    DEFAULT_MAX_BODY,
+    OP_NOOP,
+    OP_SASL_AUTH,
+    OP_TAP_CONNECT,
+    REQUEST_MAGIC,
+    RESPONSE_MAGIC,
+    TAP_EXTRAS,
+)
 from spark_logsource.memcached.tap import BatchSpec, packet_batches, tap_schema
 from spark_logsource.options import OptionMap
 
@@ -40,6 +48,29 @@ VBUCKET_MAX = 0xFFFF
 
 class MemcachedTapFormat(LogFormat):
     name = "memcached-tap"
+    # Command line: ``cat`` of captures or of a live DUMP (``tap://host:port``), ``follow`` of a live server.
+    cli_title = "memcached-tap (*.tap captures, tap://host:port servers)"
+    cli_flags = (
+        CliFlag("--client-name", "name", "TAP client name (follow: the server keeps a registered name's place)",
+                commands=frozenset({"cat", "follow"})),
+        CliFlag("--vbucket", "vbuckets", "vbucket to stream from a tap:// server (repeatable)", int,
+                repeatable=True, commands=frozenset({"cat", "follow"})),
+    )
+    uri_schemes = ("tap",)
+    can_follow = True
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        """A ``.tap`` capture, or bytes starting as a TAP server's stream does (docs/formats/memcached-tap.md):
+        a NOOP or TAP request with its opcode's extras length, or the answer to TAP_CONNECT / SASL_AUTH."""
+        if name.endswith(".tap"):
+            return True
+        if len(head) < 5:
+            return False
+        magic, opcode, extras = head[0], head[1], head[4]
+        if magic == REQUEST_MAGIC:
+            return (opcode == OP_NOOP and extras == 0) or TAP_EXTRAS.get(opcode) == extras
+        return magic == RESPONSE_MAGIC and opcode in (OP_TAP_CONNECT, OP_SASL_AUTH)
 
     def _parse_options(self, opts: OptionMap) -> None:
         uri = opts.string("uri")
@@ -68,8 +99,8 @@ class MemcachedTapFormat(LogFormat):
         if self.takeover and self.endpoint is None:
             raise OptionError("takeover", "takeover needs a live server (option uri)")
         self.registered = opts.boolean("registered", True)
-        self.connect_timeout = _seconds(opts, "connectTimeout", 10.0)
-        self.read_timeout = _seconds(opts, "readTimeout", 60.0)
+        self.connect_timeout = opts.seconds("connectTimeout", 10.0, minimum=0, maximum=86400, exclusive_minimum=True)
+        self.read_timeout = opts.seconds("readTimeout", 60.0, minimum=0, maximum=86400, exclusive_minimum=True)
         self.max_body = opts.size("maxPacketBytes", DEFAULT_MAX_BODY)
         self.max_rows_per_trigger = opts.integer("maxRowsPerTrigger", minimum=1)
         self.max_bytes_per_trigger = opts.size("maxBytesPerTrigger", 64 << 20) if "maxBytesPerTrigger" in opts \
@@ -153,16 +184,3 @@ class MemcachedTapFormat(LogFormat):
 
 def _live_error(source: str, stream_byte: int, err: DecodeError) -> CorruptDataError:
     return CorruptDataError(source, stream_byte + (err.pos or 0), err.reason)
-
-
-def _seconds(opts: OptionMap, name: str, default: float) -> float:
-    value = opts.raw(name)
-    if value is None:
-        return default
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise OptionError(name, f"expected a number of seconds, got {value!r}") from None
-    if not 0 < seconds <= 86400:
-        raise OptionError(name, f"must be between 0 and 86400 seconds, got {value!r}")
-    return seconds

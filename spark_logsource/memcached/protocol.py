@@ -7,6 +7,7 @@ anything is allocated for it, so a lying server or a damaged capture costs at mo
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,6 +143,17 @@ def frame(buf: bytes | bytearray | memoryview, pos: int, stop: int, max_body: in
     return frame_python(buf, pos, stop, max_body)
 
 
+def frame_starts(buf: bytes | bytearray | memoryview, pos: int, stop: int, max_body: int
+                 ) -> tuple[np.ndarray, int, str | None]:
+    """:func:`frame` with the packet starts as an int64 array (what the bulk decoder takes), not a list."""
+    if _KERNEL is not None:
+        packed, end, bad = _KERNEL.frame(buf, pos, stop, max_body)
+        problem = header_problem(read_header(buf, end), max_body) if bad else None
+        return np.frombuffer(packed, np.int64), end, problem
+    found, end, problem = frame_python(buf, pos, stop, max_body)
+    return np.asarray(found, np.int64), end, problem
+
+
 def frame_python(buf: bytes | bytearray | memoryview, pos: int, stop: int, max_body: int
                  ) -> tuple[list[int], int, str | None]:
     """:func:`frame` without the C kernel."""
@@ -247,13 +259,35 @@ class PacketBuffer:
         self._buf = bytearray()
         self._pos = 0  # start of unconsumed bytes in _buf
         self._base = base  # stream offset of _buf[0]
+        self._lent = False  # take_all handed out a view of _buf: it is never changed again, only replaced
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._lent:
+            self._renew(len(data))
+            self._buf += data
+            return
         if self._pos and self._pos >= len(self._buf) // 2:
             del self._buf[: self._pos]
             self._base += self._pos
             self._pos = 0
         self._buf += data
+
+    def feed_from(self, readinto: Callable[[memoryview], int | None], n: int) -> int:
+        """Read up to ``n`` bytes with ``readinto`` (a file's) straight into the buffer; returns how many came."""
+        rest = self._renew(n)
+        with memoryview(self._buf) as view:
+            got = readinto(view[rest:]) or 0
+        del self._buf[rest + got:]
+        return got
+
+    def _renew(self, room: int) -> int:
+        """Move the unconsumed bytes to a new buffer with ``room`` bytes after them; returns their length."""
+        rest = len(self._buf) - self._pos
+        new = bytearray(rest + room)
+        new[:rest] = memoryview(self._buf)[self._pos:]
+        self._base += self._pos
+        self._buf, self._pos, self._lent = new, 0, False
+        return rest
 
     @property
     def offset(self) -> int:
@@ -280,30 +314,38 @@ class PacketBuffer:
         self._pos = end
         return self._base + pos, h, bytes(self._buf[pos:end])
 
-    def take_all(self) -> tuple[int, bytes, np.ndarray, str | None]:
+    def take_all(self, copy: bool = True) -> tuple[int, bytes | memoryview, np.ndarray, str | None]:
         """Every complete packet at once, for bulk decoding: ``(offset of data, data, packet starts, problem)``.
 
         ``starts`` is an int64 array of positions in ``data``. Stops at the first incomplete packet, or at a header
         that cannot be right: then ``problem`` says why and the bad header is the next unconsumed byte
-        (:attr:`offset`); the packets before it are returned.
+        (:attr:`offset`); the packets before it are returned. With ``copy=False`` ``data`` is a view of the
+        buffer, which stays as it is (the next :meth:`feed` moves on to a new one).
         """
         first = self._pos
-        if _KERNEL is not None:
-            packed, pos, bad = _KERNEL.frame(self._buf, first, len(self._buf), self.max_body)
-            starts = np.frombuffer(packed, np.int64) - first
-            problem = header_problem(read_header(self._buf, pos), self.max_body) if bad else None
-        else:
-            found, pos, problem = frame_python(self._buf, first, len(self._buf), self.max_body)
-            starts = np.asarray(found, np.int64) - first
-        with memoryview(self._buf) as view:
-            data = bytes(view[first:pos])  # one copy (slicing the bytearray first would make two)
+        starts, pos, problem = frame_starts(self._buf, first, len(self._buf), self.max_body)
+        starts = starts - first
         offset = self._base + first
+        if copy:
+            with memoryview(self._buf) as view:
+                data: bytes | memoryview = bytes(view[first:pos])  # one copy (a bytearray slice would make two)
+        else:
+            data = memoryview(self._buf)[first:pos]
+            self._lent = True
         self._pos = pos
         return offset, data, starts, problem
 
     def rest(self) -> bytes:
         """The unconsumed bytes (a trailing partial packet at end of stream)."""
         return bytes(self._buf[self._pos:])
+
+    def replace(self, offset: int, data: bytes | bytearray | memoryview) -> None:
+        """Hold just ``data``, the stream's bytes from ``offset`` on (a reader that framed the bytes before it
+        itself, in a buffer of its own)."""
+        self._buf = bytearray(data)
+        self._pos = 0
+        self._base = offset
+        self._lent = False
 
     def skip(self, n: int) -> None:
         """Drop ``n`` unconsumed bytes (resynchronising after a bad header)."""

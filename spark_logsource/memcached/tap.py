@@ -285,7 +285,6 @@ class _Fields:
     key: pa.Array
     value: pa.Array
     engine_specific: pa.Array
-    key_columns: tuple[pa.Array, pa.Array] | None = None  # (key, key_bytes) when already made
 
 
 def _fields_numpy(data: bytes, o: np.ndarray) -> _Fields:
@@ -339,61 +338,26 @@ def _fields_numpy(data: bytes, o: np.ndarray) -> _Fields:
     )
 
 
-_BINARY = pa.binary()
-
-# Bits of the kernel's "present" column (``_kernel.c``, enum P_*).
-_P_OK, _P_TAP, _P_ITEM, _P_KEY, _P_VALUE, _P_ES, _P_CKPT, _P_STATE, _P_OPAQUE, _P_BADKEY = (1 << i for i in range(10))
+#: Arrow types of the kernel's columns (``_kernel.c``, enum C_*): the decoded part of :data:`COLUMNS`.
+_KERNEL_TYPES = tuple(typ for _, typ in COLUMNS[2:])
 
 
-def _fields_kernel(data: bytes, o: np.ndarray) -> _Fields:
+def _columns_kernel(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
+    """The C kernel's columns (Arrow buffers it wrote, from Arrow's memory pool) and the rows it left to Python."""
     assert _KERNEL is not None
-    (opcode, seq, vbucket, cas, flags, expiry, tap_flags, ttl, ckpt, code, bodylen, present,
-     key_off, key_data, value_off, value_data, es_off, es_data, text_off, text_data, raw_off, raw_data
-     ) = _KERNEL.extract(data, o.tobytes())
-    bits = np.frombuffer(present, np.uint16)
-    n = len(bits)
-
-    def binary(offsets: bytes, values: bytes, bit: int, typ: pa.DataType = _BINARY) -> pa.Array:
-        validity, nulls = _validity((bits & bit) != 0)
-        return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(values)],
+    bad, parts = _KERNEL.columns(data, o, pa.allocate_buffer)
+    n = len(o)
+    columns = [pa.Array.from_buffers(typ, n, [validity, data] if offsets is None else [validity, offsets, data],
                                      null_count=nulls)
-
-    return _Fields(
-        opcode=np.frombuffer(opcode, np.int32),
-        seq=np.frombuffer(seq, np.int64),
-        vbucket=np.frombuffer(vbucket, np.int32),
-        cas=np.frombuffer(cas, np.int64),
-        flags=np.frombuffer(flags, np.int64),
-        expiry=np.frombuffer(expiry, np.int64),
-        tap_flags=np.frombuffer(tap_flags, np.int32),
-        ttl=np.frombuffer(ttl, np.int32),
-        ckpt=np.frombuffer(ckpt, np.int64),
-        code=np.frombuffer(code, np.int64),
-        bodylen=np.frombuffer(bodylen, np.int64),
-        ok=(bits & _P_OK) != 0,
-        tap=(bits & _P_TAP) != 0,
-        item=(bits & _P_ITEM) != 0,
-        ckpt_present=(bits & _P_CKPT) != 0,
-        state_present=(bits & _P_STATE) != 0,
-        opaque_present=(bits & _P_OPAQUE) != 0,
-        key=binary(key_off, key_data, _P_KEY),
-        value=binary(value_off, value_data, _P_VALUE),
-        engine_specific=binary(es_off, es_data, _P_ES),
-        key_columns=(binary(text_off, text_data, _P_KEY, pa.string()), binary(raw_off, raw_data, _P_BADKEY)),
-    )
+               for typ, (nulls, validity, data, offsets) in zip(_KERNEL_TYPES, parts, strict=True)]
+    return columns, np.frombuffer(bad, np.int64).tolist()
 
 
-def decode_bulk(data: bytes, starts: Sequence[int], *, use_kernel: bool = True) -> BulkResult:
-    """Columns ``seq`` … ``opaque_code`` of the whole packets starting at ``starts`` in ``data``.
-
-    Framing (:func:`~spark_logsource.memcached.protocol.frame`) has already checked each header; this checks the
-    engine-specific length and hands odd packets (responses, unusual codes) to :func:`decode_packet`. The fields
-    come from the C kernel when it is built (and ``use_kernel``), else from numpy; both give the same arrays.
-    """
-    o = np.asarray(starts, np.int64)
-    f = _fields_kernel(data, o) if use_kernel and _KERNEL is not None else _fields_numpy(data, o)
+def _columns_numpy(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
+    """:func:`_columns_kernel` with numpy: every column, and the rows that are not TAP requests whose parts fit."""
+    f = _fields_numpy(data, o)
     ok, code = f.ok, f.code
-    key_str, key_bytes = f.key_columns if f.key_columns is not None else _keys(f.key)
+    key_str, key_bytes = _keys(f.key)
     columns = [
         _ints(f.seq, ok, pa.int64()),
         _names(_OPCODE_DICT, f.opcode, ok),
@@ -411,27 +375,37 @@ def decode_bulk(data: bytes, starts: Sequence[int], *, use_kernel: bool = True) 
         _names(_STATE_DICT, np.minimum(code, _MAX_CODE - 1), f.state_present & (code < _MAX_CODE)),
         _names(_OPAQUE_DICT, np.minimum(code, _MAX_CODE - 1), f.opaque_present & (code < _MAX_CODE)),
     ]
-    bad_mask = ~ok
-    bodylen = f.bodylen
-    state_present, opaque_present = f.state_present, f.opaque_present
+    # codes beyond the name tables are shown as their number
+    for col, present in ((-2, f.state_present), (-1, f.opaque_present)):
+        big = present & (code >= _MAX_CODE)
+        if big.any():
+            numbers = pa.array([str(c) for c in code[big].tolist()], pa.string())
+            columns[col] = pc.replace_with_mask(columns[col], pa.array(big), numbers)
+    return columns, np.flatnonzero(~ok).tolist()
+
+
+def decode_bulk(data: bytes, starts: Sequence[int], *, use_kernel: bool = True) -> BulkResult:
+    """Columns ``seq`` … ``opaque_code`` of the whole packets starting at ``starts`` in ``data``.
+
+    Framing (:func:`~spark_logsource.memcached.protocol.frame`) has already checked each header; this checks the
+    engine-specific length and hands odd packets (responses, lying lengths) to :func:`decode_packet`. The columns
+    come from the C kernel when it is built (and ``use_kernel``), else from numpy; both give the same arrays.
+    """
+    o = np.ascontiguousarray(starts, np.int64)
+    columns, odd = _columns_kernel(data, o) if use_kernel and _KERNEL is not None else _columns_numpy(data, o)
     bad: dict[int, DecodeError] = {}
     skip: list[int] = []
     view = memoryview(data)
-    for i in np.flatnonzero(bad_mask).tolist():
+    for i in odd:
         s = int(o[i])
+        size = HEADER_SIZE + int.from_bytes(view[s + 8:s + 12], "big")
         try:
-            row = decode_packet(bytes(view[s:s + HEADER_SIZE + int(bodylen[i])]))
+            row = decode_packet(bytes(view[s:s + size]))
         except DecodeError as exc:
             bad[i] = exc
             continue
         if row is None:
             skip.append(i)
-    # codes beyond the name tables are shown as their number
-    for col, present in ((-2, state_present), (-1, opaque_present)):
-        big = present & (code >= _MAX_CODE)
-        if big.any():
-            numbers = pa.array([str(c) for c in code[big].tolist()], pa.string())
-            columns[col] = pc.replace_with_mask(columns[col], pa.array(big), numbers)
     return BulkResult(columns, bad, skip)
 
 
@@ -526,6 +500,26 @@ def corrupt_batch(spec: BatchSpec, offsets: Sequence[int | None], messages: Sequ
     return pa.RecordBatch.from_arrays(arrays, schema=spec.schema)
 
 
+_CONSTANTS: dict[tuple[str | None, pa.DataType], pa.Array] = {}
+_CONSTANT_BYTES = 8 << 20
+_STRING = pa.string()
+
+
+def _constant(value: str | None, n: int, typ: pa.DataType = _STRING) -> pa.Array:
+    """``n`` copies of ``value`` (a string column), or ``n`` nulls of ``typ``: slices of one array kept per value,
+    so that the chunks of a read share its buffers instead of each writing ``n`` copies (for a live DUMP, the
+    ``source`` column alone is as many bytes as the keys)."""
+    column = _CONSTANTS.get((value, typ))
+    if column is not None and len(column) >= n:
+        return column.slice(0, n)
+    column = string_column(value, n) if value is not None else pa.nulls(n, typ)
+    if column.nbytes <= _CONSTANT_BYTES:  # a few MiB kept at most per value, for at most 4 values
+        if len(_CONSTANTS) >= 4:
+            _CONSTANTS.clear()
+        _CONSTANTS[(value, typ)] = column
+    return column
+
+
 def packet_batches(spec: BatchSpec, data: bytes, starts: Sequence[int], base: int | None,
                    on_error: Callable[[int, DecodeError], CorruptDataError]) -> Iterator[pa.RecordBatch]:
     """Batches of the packets at ``starts`` in ``data``; ``base`` is the stream offset of ``data`` (None: live).
@@ -538,9 +532,9 @@ def packet_batches(spec: BatchSpec, data: bytes, starts: Sequence[int], base: in
     result = decode_bulk(data, starts)
     n = len(starts)
     o = np.asarray(starts, np.int64)
-    offsets = pa.array(o + base, pa.int64()) if base is not None else pa.nulls(n, pa.int64())
-    columns = [string_column(spec.source, n), offsets, *result.columns]
-    corrupt: pa.Array | None = pa.nulls(n, pa.string()) if spec.corrupt_column else None
+    offsets = pa.array(o + base, pa.int64()) if base is not None else _constant(None, n, pa.int64())
+    columns = [_constant(spec.source, n), offsets, *result.columns]
+    corrupt: pa.Array | None = _constant(None, n) if spec.corrupt_column else None
     drop: list[int] = list(result.skip)
     if result.bad:
         messages: list[str | None] = [None] * n

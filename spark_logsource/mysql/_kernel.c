@@ -4,6 +4,10 @@
  *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
  *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
  *
+ * first / second are the images of one side as Arrow column parts, (ends, data, meta_ends, meta): int32 end
+ * offsets and the bytes back to back, for the image (Variant value or UTF-8 JSON text) and, for Variant, its
+ * metadata (None, None for JSON); second is None unless the event is an UPDATE.
+ *
  * encode_rows decodes the row images of one rows event (data[pos:] holds them back to back: mysql-server
  * sql/rpl_record.cc unpack_row; docs/formats/mysql-binlog.md "Rows events"): per image a NULL bitmap over the PRESENT columns,
  * then the values of the present non-NULL columns. Each image becomes either compact JSON text (the text
@@ -91,7 +95,6 @@ typedef struct {
     Py_ssize_t nrows;      /* complete rows so far (error messages) */
     int json;
     int nonascii;          /* JSON text of the current row holds non-ASCII bytes */
-    ls_buf out;            /* the row being written */
     ls_buf vals;           /* variant: the values of the current row in column order */
     ls_buf spans;          /* variant: (start, len) size_t pairs into vals */
     ls_buf tmp;            /* text conversions */
@@ -793,8 +796,8 @@ static int var_size_of(uint64_t v)
     return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
 }
 
-/* Variant object of the current row: values from x->vals/x->spans laid out in key order. */
-static int assemble_object(mk_ctx *x, const mk_plan *plan)
+/* Variant object of the current row, appended to o: values from x->vals/x->spans laid out in key order. */
+static int assemble_object(mk_ctx *x, const mk_plan *plan, ls_buf *o)
 {
     size_t m = (size_t)plan->n;
     const size_t *spans = (const size_t *)x->spans.data;
@@ -806,11 +809,10 @@ static int assemble_object(mk_ctx *x, const mk_plan *plan)
                             (unsigned long long)total), MK_ERR;
     int large = m > 255;
     size_t head = 1 + (large ? 4 : 1) + m * (size_t)is + (m + 1) * (size_t)os;
-    ls_buf *o = &x->out;
-    o->len = 0;
+    size_t base = o->len;
     if (ls_buf_reserve(o, head + total))
         return nomem();
-    uint8_t *h = o->data;
+    uint8_t *h = o->data + base;
     h[0] = (uint8_t)((((large << 4) | ((is - 1) << 2) | (os - 1)) << 2) | VB_OBJECT);
     ls_put_le(h + 1, m, large ? 4 : 1);
     uint8_t *ids = h + 1 + (large ? 4 : 1);
@@ -826,12 +828,12 @@ static int assemble_object(mk_ctx *x, const mk_plan *plan)
         off += len;
     }
     ls_put_le(offs + m * (size_t)os, off, os);
-    o->len = head + total;
+    o->len = base + head + total;
     return MK_OK;
 }
 
-/* Decode one image at *pos and encode it into x->out. */
-static int encode_image(mk_ctx *x, const mk_plan *plan, size_t *pos, size_t row_start)
+/* Decode one image at *pos and append its encoding to o. */
+static int encode_image(mk_ctx *x, const mk_plan *plan, size_t *pos, size_t row_start, ls_buf *o)
 {
     size_t p = *pos;
     Py_ssize_t m = plan->n;
@@ -840,8 +842,6 @@ static int encode_image(mk_ctx *x, const mk_plan *plan, size_t *pos, size_t row_
     const uint8_t *nulls = x->data + p;
     p += plan->null_bytes;
     if (x->json) {
-        ls_buf *o = &x->out;
-        o->len = 0;
         x->nonascii = plan->keys_nonascii;
         if (ls_buf_byte(o, '{'))
             return nomem();
@@ -874,20 +874,7 @@ static int encode_image(mk_ctx *x, const mk_plan *plan, size_t *pos, size_t row_
         spans[2 * j + 1] = x->vals.len - start;
     }
     *pos = p;
-    return assemble_object(x, plan);
-}
-
-/* The finished x->out as a Python object (str for JSON, bytes for a variant value). */
-static PyObject *finish_image(mk_ctx *x)
-{
-    if (!x->json)
-        return PyBytes_FromStringAndSize((const char *)x->out.data, (Py_ssize_t)x->out.len);
-    if (x->nonascii)
-        return PyUnicode_DecodeUTF8((const char *)x->out.data, (Py_ssize_t)x->out.len, "strict");
-    PyObject *s = PyUnicode_New((Py_ssize_t)x->out.len, 127);
-    if (s != NULL)
-        memcpy(PyUnicode_DATA(s), x->out.data, x->out.len);
-    return s;
+    return assemble_object(x, plan, o);
 }
 
 /* ---- plans ------------------------------------------------------------------------------------------------- */
@@ -1154,47 +1141,56 @@ fail:
 
 /* ---- encode_rows ----------------------------------------------------------------------------------------------- */
 
-/* One side's output: a list of str (JSON) or two lists (variant values, metadatas). */
+/* One side's output as Arrow column parts (rows_encode.ImageColumn): the int32 end offset of each image and the
+ * images back to back (Variant values or UTF-8 JSON text); for Variant also each image's metadata, the same way.
+ * No Python object per row: the event's images leave as four bytes objects. */
 typedef struct {
-    PyObject *values;
-    PyObject *metas;
+    ls_buf ends, data, meta_ends, meta;
 } side;
-
-static int side_init(side *s, int json)
-{
-    s->values = PyList_New(0);
-    s->metas = json ? NULL : PyList_New(0);
-    return (s->values == NULL || (!json && s->metas == NULL)) ? -1 : 0;
-}
 
 static void side_clear(side *s)
 {
-    Py_CLEAR(s->values);
-    Py_CLEAR(s->metas);
+    ls_buf_free(&s->ends);
+    ls_buf_free(&s->data);
+    ls_buf_free(&s->meta_ends);
+    ls_buf_free(&s->meta);
 }
 
-static int side_append(mk_ctx *x, side *s, const mk_plan *plan)
+/* The end offset of the image just written to data (int32: one Arrow binary/string column holds < 2 GiB). */
+static int put_end(ls_buf *ends, const ls_buf *data)
 {
-    PyObject *obj = finish_image(x);
-    if (obj == NULL)
+    if (data->len > (size_t)INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "the row images of one rows event exceed 2 GiB");
         return -1;
-    int rc = PyList_Append(s->values, obj);
-    Py_DECREF(obj);
-    if (rc == 0 && s->metas != NULL)
-        rc = PyList_Append(s->metas, plan->metadata);
-    return rc;
+    }
+    int32_t end = (int32_t)data->len;
+    return ls_buf_put(ends, &end, sizeof end) ? nomem() : 0;
 }
 
-static PyObject *side_result(side *s)
+/* Decode and encode one image at *pos into the side: its bytes, its end offset, its metadata (Variant). */
+static int side_image(mk_ctx *x, side *s, const mk_plan *plan, size_t *pos, size_t row_start)
 {
-    if (s->metas == NULL) {
-        PyObject *v = s->values;
-        s->values = NULL;
-        return v;
-    }
-    PyObject *t = PyTuple_Pack(2, s->values, s->metas);
-    side_clear(s);
-    return t;
+    if (encode_image(x, plan, pos, row_start, &s->data) || put_end(&s->ends, &s->data))
+        return -1;
+    if (x->json)
+        return 0;
+    if (ls_buf_put(&s->meta, PyBytes_AS_STRING(plan->metadata), (size_t)PyBytes_GET_SIZE(plan->metadata)))
+        return nomem();
+    return put_end(&s->meta_ends, &s->meta);
+}
+
+static PyObject *buf_bytes(const ls_buf *b)
+{
+    return PyBytes_FromStringAndSize(b->len ? (const char *)b->data : "", (Py_ssize_t)b->len);
+}
+
+/* (ends, data, meta_ends, meta); the last two None for JSON. */
+static PyObject *side_result(const side *s, int json)
+{
+    if (json)
+        return Py_BuildValue("(NNOO)", buf_bytes(&s->ends), buf_bytes(&s->data), Py_None, Py_None);
+    return Py_BuildValue("(NNNN)", buf_bytes(&s->ends), buf_bytes(&s->data), buf_bytes(&s->meta_ends),
+                         buf_bytes(&s->meta));
 }
 
 static mk_plan *get_plan(PyObject *capsule)
@@ -1215,7 +1211,9 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     mk_ctx x;
     memset(&x, 0, sizeof x);
-    side first = {NULL, NULL}, second = {NULL, NULL};
+    side first, second;
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
     mk_plan *plan = get_plan(cap_before);
     mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
     if (plan == NULL || plan_after == NULL)
@@ -1231,15 +1229,12 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
     x.in_block = in_block;
     x.label = label;
     x.json = as_json;
-    if (side_init(&first, as_json) || (op == OP_UPDATE && side_init(&second, as_json)))
-        goto done;
     size_t pos = (size_t)start;
     while (pos < x.end) {
         size_t row_start = pos;
-        if (encode_image(&x, plan, &pos, row_start) || side_append(&x, &first, plan))
+        if (side_image(&x, &first, plan, &pos, row_start))
             goto done;
-        if (op == OP_UPDATE &&
-            (encode_image(&x, plan_after, &pos, row_start) || side_append(&x, &second, plan_after)))
+        if (op == OP_UPDATE && side_image(&x, &second, plan_after, &pos, row_start))
             goto done;
         if (pos == row_start) { /* no column present: the row would repeat forever */
             raise_data_error(CorruptDataError, &x, row_start,
@@ -1249,8 +1244,8 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
         x.nrows++;
     }
     {
-        PyObject *a = side_result(&first);
-        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second) : Py_NewRef(Py_None));
+        PyObject *a = side_result(&first, as_json);
+        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second, as_json) : Py_NewRef(Py_None));
         if (a != NULL && b != NULL)
             result = Py_BuildValue("(nNN)", x.nrows, a, b);
         else {
@@ -1261,12 +1256,70 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
 done:
     side_clear(&first);
     side_clear(&second);
-    ls_buf_free(&x.out);
     ls_buf_free(&x.vals);
     ls_buf_free(&x.spans);
     ls_buf_free(&x.tmp);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* ---- rows event head (fast path of rows.parse_rows_head) ------------------------------------------------------ */
+
+/* rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, present_after)
+ * or None.
+ *
+ * The post-header, v2 extra data, column count and column bitmaps of an uncompressed rows event (layout: see
+ * rows.parse_rows_head; docs/formats/mysql-binlog.md "Rows events"), for the common case only: a well-formed
+ * head, a column count below 251 (one-byte packed integer) and at most 64 columns. Anything else is None, and the
+ * caller takes rows.parse_rows_head, which raises its errors: this function never raises for bad bytes. */
+static PyObject *rows_head(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    int table_id_size, post_header_len, v2, update;
+    if (!PyArg_ParseTuple(args, "y*iipp:rows_head", &view, &table_id_size, &post_header_len, &v2, &update))
+        return NULL;
+    const uint8_t *b = view.buf;
+    size_t len = (size_t)view.len;
+    PyObject *result = NULL;
+    if (table_id_size != 4 && table_id_size != 6)
+        goto none;
+    size_t fixed = (size_t)table_id_size + 2;
+    size_t pos = post_header_len > (int)fixed ? (size_t)post_header_len : fixed;
+    if (post_header_len < 0 || len < pos)
+        goto none;
+    uint64_t table_id = rd_le(b, table_id_size);
+    uint64_t flags = rd_le(b + table_id_size, 2);
+    if (v2) {
+        if (len < fixed + 2)
+            goto none;
+        size_t extra_len = (size_t)rd_le(b + fixed, 2);
+        if (extra_len < 2 || pos + extra_len - 2 > len)
+            goto none;
+        pos += extra_len - 2;
+    }
+    if (pos >= len || b[pos] >= 251)
+        goto none;
+    size_t ncols = b[pos++];
+    if (ncols > 64)
+        goto none;
+    size_t bitmap_len = (ncols + 7) / 8;
+    if (pos + bitmap_len * (update ? 2 : 1) > len)
+        goto none;
+    uint64_t mask = ncols == 64 ? UINT64_MAX : (((uint64_t)1 << ncols) - 1);
+    uint64_t present = rd_le(b + pos, (int)bitmap_len) & mask;
+    pos += bitmap_len;
+    uint64_t present_after = present;
+    if (update) {
+        present_after = rd_le(b + pos, (int)bitmap_len) & mask;
+        pos += bitmap_len;
+    }
+    result = Py_BuildValue("(KKnnKK)", (unsigned long long)table_id, (unsigned long long)flags, (Py_ssize_t)pos,
+                           (Py_ssize_t)ncols, (unsigned long long)present, (unsigned long long)present_after);
+    PyBuffer_Release(&view);
+    return result;
+none:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
 }
 
 /* ---- module ------------------------------------------------------------------------------------------------- */
@@ -1278,6 +1331,9 @@ static PyMethodDef methods[] = {
     {"encode_rows", encode_rows, METH_VARARGS,
      "encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)"
      "\n\nEncode the row images of one rows event (see rows_encode.encode_rows_event_c)."},
+    {"rows_head", rows_head, METH_VARARGS,
+     "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
+     "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,6 +27,14 @@ CS_CODEC: int
 def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, json_keys: Any) -> object:
     """The compiled description of one row-image shape (see ``rows_encode._plan``)."""
 
+_Side = tuple[bytes, bytes, bytes | None, bytes | None]
+
 def encode_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, op: int, as_json: bool,
-                path: str | None, data_base: int, in_block: bool, label: str) -> tuple[int, Any, Any]:
-    """Encode the row images of one rows event: ``(n, first, second)`` (see ``encode_rows_event_c``)."""
+                path: str | None, data_base: int, in_block: bool, label: str) -> tuple[int, _Side, _Side | None]:
+    """Encode the row images of one rows event: ``(n, first, second)``, each side ``(ends, data, meta_ends, meta)``
+    (Arrow column parts, see ``rows_encode.ImageColumn``); ``second`` is None unless the event is an UPDATE."""
+
+def rows_head(body: bytes | memoryview, table_id_size: int, post_header_len: int, v2: bool,
+              update: bool) -> tuple[int, int, int, int, int, int] | None:
+    """``(table_id, flags, pos, ncols, present, present_after)`` of a well-formed uncompressed rows event, else
+    None (then ``rows.parse_rows_head`` reads it and raises its errors)."""

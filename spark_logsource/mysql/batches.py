@@ -8,24 +8,25 @@ the pushed predicates applied exactly.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..arrowcols import repeated_strings, string_column, variant_array
+from ..arrowcols import repeated_strings, string_column, variant_type
+from ..batching import MAX_BATCH_BYTES, ChunkBuffer
 from ..filters import Predicate, apply_predicates
 from ..jsontext import to_json
 from ..variant import encode_variant
 from .read_options import BinlogReadOptions
-from .rows_encode import EncodedRows
+from .rows_encode import EncodedRows, ImageColumn, pack_images
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 
-__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk"]
+__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "join_cells"]
 
-#: String and binary bytes in one output batch at most (Arrow's string and binary columns hold < 2 GiB).
-MAX_BATCH_BYTES = 256 << 20
+_INT32_MAX = 2**31 - 1
 
 
 class _Absent:
@@ -47,40 +48,103 @@ class Chunk:
 
     ``values[i]`` is the value of column ``i`` for every row of the chunk, except for the per-row columns:
     ``row_index`` (``first_row`` .. ``first_row + n - 1``) and the variant columns, whose encoded cells are in
-    ``encoded[i]`` — a list of JSON texts (rowFormat json) or a ``(values, metadatas)`` pair of lists (variant; a
-    None value is SQL NULL).
+    ``encoded[i]``: an :class:`~.rows_encode.ImageColumn` of ``n`` cells (Variant values and metadata, or JSON
+    text, as Arrow column parts), or None when the column is SQL NULL on every row of the chunk. It is a chunk as
+    :mod:`spark_logsource.batching` defines it, cut by ``cut_batches``.
     """
 
-    __slots__ = ("encoded", "first_row", "n", "size", "values")
+    __slots__ = ("encoded", "first_row", "json", "n", "size", "values")
 
-    def __init__(self, values: list[Any], n: int, encoded: dict[int, Any], json: bool, first_row: int = 0) -> None:
+    def __init__(self, values: list[Any], n: int, encoded: dict[int, ImageColumn | None], json: bool,
+                 first_row: int = 0, fixed: int | None = None) -> None:
         self.values = values
         self.n = n
         self.encoded = encoded
+        self.json = json
         self.first_row = first_row
         # string and binary bytes the chunk puts into a batch (what Arrow's 2 GiB per column limit counts)
-        size = n * sum(len(v) for v in values if isinstance(v, str))
+        # ``fixed``: the string bytes of the shared columns, when the caller knows them
+        size = n * (sum(len(v) for v in values if isinstance(v, str)) if fixed is None else fixed)
         for cells in encoded.values():
-            for column in ((cells,) if json else cells):
-                size += sum(map(len, filter(None, column)))
+            if cells is not None:
+                size += cells.size
         self.size = size
 
-    def row_bytes(self, json: bool) -> list[int]:
+    def row_bytes(self) -> list[int]:
         """Bytes each row puts into the batch's string and binary columns (what the 2 GiB Arrow limit counts)."""
         fixed = sum(len(v) for v in self.values if isinstance(v, str))
-        sizes = [fixed] * self.n
+        sizes = np.full(self.n, fixed, dtype=np.int64)
         for cells in self.encoded.values():
-            column = cells if json else cells[0]
-            for r, cell in enumerate(column):
-                if cell is not None:
-                    sizes[r] += len(cell)
-        return sizes
+            if cells is not None:
+                sizes += _cell_sizes(cells.ends, cells.n)
+                if cells.meta_ends is not None:
+                    sizes += _cell_sizes(cells.meta_ends, cells.n)
+        return sizes.tolist()
 
-    def rows(self, lo: int, hi: int, json: bool) -> Chunk:
+    def rows(self, lo: int, hi: int) -> Chunk:
         """The chunk of rows ``lo`` .. ``hi - 1``."""
-        encoded = {i: (cells[lo:hi] if json else (cells[0][lo:hi], cells[1][lo:hi]))
-                   for i, cells in self.encoded.items()}
-        return Chunk(self.values, hi - lo, encoded, json, self.first_row + lo)
+        encoded = {i: None if cells is None else _slice_cells(cells, lo, hi) for i, cells in self.encoded.items()}
+        return Chunk(self.values, hi - lo, encoded, self.json, self.first_row + lo)
+
+
+def _cell_sizes(ends: bytes, n: int) -> np.ndarray:
+    """The byte length of each of ``n`` cells from their int32 end offsets."""
+    return np.diff(np.frombuffer(ends, dtype="<i4", count=n).astype(np.int64), prepend=0)
+
+
+def _slice_part(ends: bytes, data: bytes, lo: int, hi: int) -> tuple[bytes, bytes]:
+    offsets = np.frombuffer(ends, dtype="<i4", count=hi)
+    start = int(offsets[lo - 1]) if lo else 0
+    stop = int(offsets[hi - 1]) if hi else 0
+    return (offsets[lo:hi] - np.int32(start)).astype("<i4").tobytes(), data[start:stop]
+
+
+def _slice_cells(cells: ImageColumn, lo: int, hi: int) -> ImageColumn:
+    """Cells ``lo`` .. ``hi - 1`` of ``cells``."""
+    ends, data = _slice_part(cells.ends, cells.data, lo, hi)
+    if cells.meta_ends is None or cells.meta is None:
+        return ImageColumn(hi - lo, ends, data)
+    return ImageColumn(hi - lo, ends, data, *_slice_part(cells.meta_ends, cells.meta, lo, hi))
+
+
+def _join_part(parts: list[tuple[int, bytes | None, bytes | None]]) -> tuple[pa.Buffer, pa.Buffer]:
+    """Arrow offsets and data of ``(n, ends, data)`` parts back to back (None: ``n`` empty cells)."""
+    counts = [n for n, _e, _d in parts]
+    ends = np.frombuffer(b"".join(e if e is not None else bytes(4 * n) for n, e, _d in parts), dtype="<i4")
+    lengths = [0 if d is None else len(d) for _n, _e, d in parts]
+    bases = np.zeros(len(parts), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=bases[1:])
+    offsets = np.empty(len(ends) + 1, dtype=np.int64)
+    offsets[0] = 0
+    np.add(ends, np.repeat(bases, counts), out=offsets[1:])
+    if offsets[-1] > _INT32_MAX:
+        raise OverflowError(f"{offsets[-1]} bytes in one binary column exceed Arrow's 2 GiB")
+    data = b"".join(d for _n, _e, d in parts if d)
+    return pa.py_buffer(offsets.astype("<i4")), pa.py_buffer(data)
+
+
+def join_cells(parts: list[tuple[int, ImageColumn | None]], json: bool) -> pa.Array:
+    """One output column from the cells of consecutive chunks: ``(n, cells)``, None cells being ``n`` SQL NULLs.
+
+    The Arrow buffers are the chunks' buffers joined (offsets rebased): no Python object per row.
+    """
+    n = sum(count for count, _cells in parts)
+    validity = None
+    nulls = sum(count for count, cells in parts if cells is None)
+    if nulls:
+        present = np.repeat(np.array([cells is not None for _n, cells in parts]), [count for count, _c in parts])
+        validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+    offsets, data = _join_part([(count, None if c is None else c.ends, None if c is None else c.data)
+                                for count, c in parts])
+    if json:
+        return pa.Array.from_buffers(pa.string(), n, [validity, offsets, data], null_count=nulls)
+    # the children of a null row hold empty bytes, so that they stay non-null as Spark's variant wants
+    meta_offsets, meta = _join_part([(count, None if c is None else c.meta_ends, None if c is None else c.meta)
+                                     for count, c in parts])
+    value_array = pa.Array.from_buffers(pa.binary(), n, [None, offsets, data], null_count=0)
+    metadata_array = pa.Array.from_buffers(pa.binary(), n, [None, meta_offsets, meta], null_count=0)
+    return pa.Array.from_buffers(variant_type(), n, [validity], null_count=nulls,
+                                 children=[value_array, metadata_array])
 
 
 class BatchBuilder:
@@ -98,25 +162,28 @@ class BatchBuilder:
             self.columns.append(("_corrupt", pa.string()))
         self.variant_columns = [i for i, (_name, type_) in enumerate(self.columns) if type_ is None]
         self.row_index_column = next((i for i, (name, _t) in enumerate(self.columns) if name == "row_index"), None)
+        strings = [i for i, (_name, type_) in enumerate(self.columns)
+                   if type_ is not None and pa.types.is_string(type_)]
+        self._strings = operator.itemgetter(*strings)
+        self._counts: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._repeat: np.ndarray | None = None
         self.batch_size = options.common.batch_size
         self.predicates = list(predicates)
-        self.chunks: list[Chunk] = []
-        self.rows = 0
-        self.bytes = 0
+        self.buffer: ChunkBuffer[Chunk] = ChunkBuffer(self.batch_size, MAX_BATCH_BYTES)
 
     def add(self, row: tuple) -> None:
         """One row given cell by cell; variant cells are Python values (or ``ABSENT`` for SQL NULL)."""
         values = list(row) + [None] * (len(self.columns) - len(row))
-        encoded = {}
+        encoded: dict[int, ImageColumn | None] = {}
         for i in self.variant_columns:
             cell = values[i]
-            if self.json:
-                encoded[i] = [None if cell is ABSENT else to_json(cell)]
-            elif cell is ABSENT:
-                encoded[i] = ([None], [b""])
+            if cell is ABSENT:
+                encoded[i] = None
+            elif self.json:
+                encoded[i] = pack_images([to_json(cell)])
             else:
                 value, metadata = encode_variant(cell)
-                encoded[i] = ([value], [metadata])
+                encoded[i] = pack_images([value], [metadata])
         self._append(Chunk(values, 1, encoded, self.json))
 
     def add_corrupt(self, pos: int | None, next_pos: int | None, message: str) -> None:
@@ -130,55 +197,46 @@ class BatchBuilder:
 
     def add_changes(self, values: list[Any], rows: EncodedRows, before: int, after: int) -> None:
         """The rows of one rows event: ``values`` holds the shared columns, ``rows`` the encoded images."""
-        self._append(Chunk(list(values), rows.n, {before: rows.before, after: rows.after}, self.json))
+        fixed = sum(map(len, filter(None, self._strings(values))))
+        self._append(Chunk(values, rows.n, {before: rows.before, after: rows.after}, self.json, 0, fixed))
 
     def _append(self, chunk: Chunk) -> None:
-        if chunk.n:
-            self.chunks.append(chunk)
-            self.rows += chunk.n
-            self.bytes += chunk.size
+        self.buffer.add(chunk)
 
     def full(self) -> bool:
-        return self.rows >= self.batch_size or self.bytes >= MAX_BATCH_BYTES
+        return self.buffer.full()
 
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        """Everything added so far, as batches within the row and byte limits, with the predicates applied."""
-        chunks, self.chunks, self.rows, self.bytes = self.chunks, [], 0, 0
-        group: list[Chunk] = []
-        rows = size = 0
-        for chunk in chunks:
-            if rows + chunk.n <= self.batch_size and size + chunk.size <= MAX_BATCH_BYTES:
-                group.append(chunk)
-                rows += chunk.n
-                size += chunk.size
-                continue
-            sizes = chunk.row_bytes(self.json)
-            lo = 0
-            while lo < chunk.n:
-                # as many of this chunk's rows as fit the current batch (at least one row per batch)
-                hi, taken = lo, 0
-                while hi < chunk.n and ((not group and hi == lo) or (
-                        rows + hi - lo < self.batch_size and size + taken + sizes[hi] <= MAX_BATCH_BYTES)):
-                    taken += sizes[hi]
-                    hi += 1
-                if hi == lo:  # the batch is full
-                    yield from self._build(group)
-                    group, rows, size = [], 0, 0
-                    continue
-                group.append(chunk if lo == 0 and hi == chunk.n else chunk.rows(lo, hi, self.json))
-                rows += hi - lo
-                size += taken
-                lo = hi
-        if group:
-            yield from self._build(group)
+    def batches(self, final: bool = True) -> Iterator[pa.RecordBatch]:
+        """Everything added so far, as batches within the row and byte limits, with the predicates applied.
 
-    def emit(self) -> Iterator[pa.RecordBatch]:
+        ``final=False``: a last batch below both limits stays buffered for the next call (so a reader that emits
+        whenever :meth:`full` says so makes full batches, not a full one and a small remainder each time).
+        """
+        last: list[Chunk] | None = None
+        for group in self.buffer.take():
+            if last is not None:
+                yield from self._build(last)
+            last = group
+        if last is None:
+            return
+        if final or sum(c.n for c in last) >= self.batch_size or sum(c.size for c in last) >= self.buffer.max_bytes:
+            yield from self._build(last)
+        else:
+            for chunk in last:  # the buffer is empty: take() emptied it and nothing is added while batches are cut
+                self.buffer.add(chunk)
+
+    def emit(self, final: bool = True) -> Iterator[pa.RecordBatch]:
         """Everything added so far, as non-empty batches (see :meth:`batches`)."""
-        for batch in self.batches():
+        for batch in self.batches(final):
             if len(batch):
                 yield batch
 
     def _build(self, chunks: list[Chunk]) -> Iterator[pa.RecordBatch]:
+        counts = np.fromiter((c.n for c in chunks), dtype=np.int64, count=len(chunks))
+        # chunk of each row: the per-chunk columns are built once per chunk and repeated by it
+        self._repeat = None if len(chunks) == int(counts.sum()) else np.repeat(
+            np.arange(len(chunks), dtype=np.int32), counts)
+        self._counts = counts
         arrays = [self._column(i, chunks) for i in range(len(self.columns))]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         if self.predicates:
@@ -188,38 +246,38 @@ class BatchBuilder:
 
     def _column(self, i: int, chunks: list[Chunk]) -> pa.Array:
         name, type_ = self.columns[i]
+        counts, repeat = self._counts, self._repeat
         if name == "file":
-            return string_column(self.path, sum(c.n for c in chunks))
+            return string_column(self.path, int(counts.sum()))
         if i == self.row_index_column:
-            return pa.array(np.concatenate([np.arange(c.first_row, c.first_row + c.n, dtype=np.int32)
-                                            for c in chunks]), pa.int32())
+            # first_row + position within the chunk, for every row
+            if repeat is None:
+                return pa.array(np.fromiter((c.first_row for c in chunks), np.int32, len(chunks)), pa.int32())
+            starts = np.zeros(len(chunks), dtype=np.int64)
+            np.cumsum(counts[:-1], out=starts[1:])
+            firsts = np.fromiter((c.first_row for c in chunks), np.int64, len(chunks))
+            return pa.array((np.arange(len(repeat), dtype=np.int64) - (starts - firsts)[repeat]).astype(np.int32),
+                            pa.int32())
         if type_ is None:
-            if self.json:
-                texts: list[str | None] = []
-                for c in chunks:
-                    texts.extend(c.encoded[i])
-                return pa.array(texts, pa.string())
-            values: list[bytes | None] = []
-            metadatas: list[bytes | None] = []
-            for c in chunks:
-                chunk_values, chunk_metadatas = c.encoded[i]
-                values.extend(chunk_values)
-                metadatas.extend(chunk_metadatas)
-            return variant_array(values, metadatas)
+            return join_cells([(c.n, c.encoded[i]) for c in chunks], self.json)
         # One value per chunk, repeated by index: a rows event's statement text (the query column) is encoded once,
         # not once per row.
         run_values = [c.values[i] for c in chunks]
-        if all(c.n == 1 for c in chunks):
-            counts = None
-        else:
-            counts = [c.n for c in chunks]
-            if pa.types.is_string(type_):
-                return repeated_strings(run_values, counts)
+        if repeat is not None and pa.types.is_string(type_):
+            first = run_values[0]
+            if run_values.count(first) == len(run_values):  # one table, one op, no statement: one value
+                return pa.nulls(len(repeat), pa.string()) if first is None else string_column(first, len(repeat))
+            return repeated_strings(run_values, counts.tolist())
         if name == "timestamp":
+            if repeat is not None and None not in run_values:
+                micros = np.fromiter(run_values, dtype=np.int64, count=len(run_values)) * 1_000_000
+                return pa.array(micros[repeat], pa.int64()).cast(type_)
             runs = pa.array([None if v is None else v * 1_000_000 for v in run_values], pa.int64()).cast(type_)
         else:
             runs = pa.array(run_values, type_)
-        if counts is None:
+        if repeat is None:
             return runs
-        return runs.take(np.repeat(np.arange(len(chunks), dtype=np.int32), counts))
+        if runs.null_count == 0 and pa.types.is_integer(type_):
+            return pa.array(runs.to_numpy()[repeat], type_)
+        return runs.take(repeat)
 

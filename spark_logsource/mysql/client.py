@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AuthenticationError, DataLossError, OptionError, SourceError
+from ..net import Secret
 from . import event_types as et
 from .checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
 from .events import MAX_EVENT_SIZE, BinlogEvent
@@ -42,6 +43,9 @@ __all__ = ["COM_BINLOG_DUMP", "COM_REGISTER_SLAVE", "ConnectionSettings", "DumpE
            "Secret", "parse_uri"]
 
 log = logging.getLogger(__name__)
+
+#: ``_gtid_binlog_pos`` on a server that has no MariaDB GTID variable
+_NO_GTID = object()
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -62,29 +66,6 @@ CR_SERVER_GONE = 2006
 CR_SERVER_LOST = 2013
 #: Events waiting in the drain queue at most (each at most one event, itself capped by max_allowed_packet).
 QUEUE_EVENTS = 4096
-
-
-class Secret:
-    """A password: usable by the client, shown as ``***`` everywhere else (repr, str, logs, plan strings)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str | None) -> None:
-        self._value = value or ""
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +175,7 @@ class ReplicationClient:
         """Our error for a pymysql/socket failure: the server's message and code, a hint, never the password."""
         args = getattr(exc, "args", ())
         code = args[0] if args and isinstance(args[0], int) else None
-        message = str(args[1]) if len(args) > 1 else str(exc)
-        password = self.settings.password.reveal()
-        if password:
-            message = message.replace(password, "***")
+        message = self.settings.password.redact(str(args[1]) if len(args) > 1 else str(exc))
         text = f"{doing}: {message}" + (f" (error {code})" if code is not None else "")
         source = self.settings.source
         if code in (ER_ACCESS_DENIED, ER_DBACCESS_DENIED) and doing.startswith("COM_"):
@@ -239,15 +217,31 @@ class ReplicationClient:
 
     def master_status(self) -> tuple[str, int, str | None]:
         """``(file, position, gtid_binlog_pos)``: the end of the last transaction written."""
+        # The position and the GTID state come from two statements, and a transaction committed between them
+        # would pair a position with a later state. The state read before and after the position is the same
+        # only when nothing committed in between; under a busy writer, BINLOG_GTID_POS (a scan of the file up to
+        # the position, exact but slower) settles it.
+        for _attempt in range(8):
+            before = self._gtid_binlog_pos()
+            file, pos = self._show_master_status()
+            if before is _NO_GTID:
+                return file, pos, None  # MySQL: no MariaDB GTID
+            if self._gtid_binlog_pos() == before:
+                return file, pos, before
+        return file, pos, self.gtid_at(file, pos)
+
+    def _show_master_status(self) -> tuple[str, int]:
         rows = self.query("SHOW MASTER STATUS")
         if not rows:
             raise SourceError(self.settings.source, None, "SHOW MASTER STATUS is empty: binary logging is off")
-        gtid = None
+        return str(rows[0][0]), int(rows[0][1])
+
+    def _gtid_binlog_pos(self) -> str | object | None:
+        """``@@GLOBAL.gtid_binlog_pos`` (None when empty), or ``_NO_GTID`` on a server without it (MySQL)."""
         try:
-            gtid = self.query("SELECT @@GLOBAL.gtid_binlog_pos")[0][0] or None
+            return self.query("SELECT @@GLOBAL.gtid_binlog_pos")[0][0] or None
         except SourceError:
-            gtid = None  # MySQL: no MariaDB GTID
-        return str(rows[0][0]), int(rows[0][1]), gtid
+            return _NO_GTID
 
     def binary_logs(self) -> list[tuple[str, int]]:
         """``SHOW BINARY LOGS``: every binlog the server still has, oldest first, with its size."""

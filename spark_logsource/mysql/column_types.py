@@ -15,7 +15,9 @@ __all__ = [
     "CHARACTER_TYPES",
     "NUMERIC_TYPES",
     "TYPE_NAMES",
+    "charset_of_collation",
     "codec_for_collation",
+    "collation_for_charset",
     "metadata_size",
 ]
 
@@ -154,3 +156,23 @@ def codec_for_collation(collation_id: int | None) -> str | None:
     if collation_id == BINARY_COLLATION:
         return "binary"
     return _CODEC_BY_COLLATION.get(collation_id)
+
+
+_CHARSET_BY_COLLATION: dict[int, str] = {cid: cs for cs, ids in _COLLATIONS_BY_CHARSET.items() for cid in ids}
+#: Character set names that are other spellings of one in :data:`_COLLATIONS_BY_CHARSET`.
+_CHARSET_ALIASES = {"utf8": "utf8mb3"}
+
+
+def charset_of_collation(collation_id: int) -> str | None:
+    """The character set of a collation id (``latin1`` for 8), None when unknown."""
+    return _CHARSET_BY_COLLATION.get(collation_id)
+
+
+def collation_for_charset(name: str) -> int | None:
+    """A collation id of character set ``name`` (any one: they share the codec), 63 for ``binary``, None when
+    unknown. Used where a declaration names the character set and the binlog does not."""
+    name = _CHARSET_ALIASES.get(name.lower(), name.lower())
+    if name == "binary":
+        return BINARY_COLLATION
+    ids = _COLLATIONS_BY_CHARSET.get(name)
+    return ids[0] if ids else None

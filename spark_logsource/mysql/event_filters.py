@@ -70,6 +70,9 @@ class EventFilters:
         self.table_patterns = [re.compile(fnmatch.translate(t)) for t in options.tables] if options.tables else None
         self.predicates = [p for p in predicates if p.column in EVENT_COLUMNS]
         self.needs_datetime = any(p.column == "timestamp" for p in self.predicates)
+        #: No filter at all: every event passes (checked once, not per event).
+        self.none = not (self.header_predicates or self.type_predicates or self.op_predicates or self.databases
+                         or self.table_patterns or self.predicates)
 
     def header_ok(self, ev: BinlogEvent) -> bool:
         """Filters on the header alone (position, time, server id)."""

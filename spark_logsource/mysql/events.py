@@ -345,7 +345,29 @@ class BinlogFile:
             pos = self.first_event_pos
         crc_len = self.crc_len
         verify = crc_len and self.verify_checksums
+        window = self._window
+        view_of: bytes = b""
+        view = memoryview(view_of)
         while pos < end:
+            if verify:
+                # The common case without a call per check: the whole event is in the window's buffer, and it passes
+                # what _check and the CRC test below accept; anything else takes the general path (and its errors).
+                buf = window.buf
+                off = pos - window.start
+                if 0 <= off <= len(buf) - HEADER_LEN:
+                    header = unpack_header(buf, off)
+                    size = header[3]
+                    stop = off + size
+                    if buf is not view_of:
+                        view_of, view = buf, memoryview(buf)
+                    if (HEADER_LEN + CRC_LEN <= size <= MAX_EVENT_SIZE and stop <= len(buf)
+                            and header[1] != FORMAT_DESCRIPTION
+                            and zlib.crc32(view[off:stop - CRC_LEN]) == int.from_bytes(view[stop - CRC_LEN:stop],
+                                                                                       "little")):
+                        yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
+                                          buf[off + HEADER_LEN:stop - CRC_LEN])
+                        pos += size
+                        continue
             header, error = self._check(pos)
             if header is not None:
                 size = header[3]

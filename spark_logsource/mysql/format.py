@@ -1,14 +1,16 @@
 """The ``mysql-binlog`` format: options (mysqlbinlog's filters), file selection, split planning and reading.
 
-Options (case-insensitive; the views: ``docs/formats/mysql-binlog.md`` "Output views"): ``view`` changes|events,
+Options (case-insensitive; the views: ``docs/formats/mysql-binlog.md`` "Output views"): ``view`` changes|events|table,
 ``rowFormat`` variant|json, ``startPosition`` (first file only) / ``stopPosition`` (last file only),
 ``startDatetime`` / ``stopDatetime`` (ISO 8601; without an offset they are UTC), ``serverId``, ``databases``,
 ``tables`` (``db.table``, ``*`` wildcards), ``ops``, ``eventTypes`` (comma lists); plus the common ones (``mode``,
 ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``, ``pathGlobFilter``,
-``recursiveFileLookup``); ``includeQuery`` (default true) fills the changes view's ``query`` column with the
-statement of each row (repeated on every row it changed). A directory is read as the binlogs in it: files starting
-with the binlog magic ``fe 62 69 6e`` or the gzip magic; index, relay-info and other files are left out. Files are
-read in name order (binlog numbers sort as text).
+``recursiveFileLookup``); ``includeQuery`` (default false, as Debezium's ``include.query``) fills the changes
+view's ``query`` column with the statement of each row (repeated on every row it changed). A directory is read as
+the binlogs in it: files starting with the binlog magic ``fe 62 69 6e`` or the gzip magic; index, relay-info and
+other files are left out. Files are read in name order (binlog numbers sort as text). ``view=table`` with
+``table`` (one ``db.table``) and ``schemaFrom`` (binlog|metadata|ddl:<path>|mysql://user@host:port with
+``password``): one table's changes with its own typed columns (``docs/formats/mysql-typed.md``, :mod:`.typed_rows`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import datetime as dt
 import difflib
 import logging
 from collections.abc import Iterator, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -25,15 +28,17 @@ import pyarrow as pa
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
 from spark_logsource.fs import FileEntry, display_name, list_files, locate, open_input
-from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.events import is_gzip
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.mysql.stream_options import parse_stream_options
+from spark_logsource.mysql.typed_rows import parse_table_options
 from spark_logsource.options import OptionMap
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.tail import BinlogDirStream
+    from spark_logsource.mysql.typed_rows import TableView
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,7 @@ ROW_FORMATS = ("variant", "json")
 OPS = ("insert", "update", "delete")
 BINLOG_MAGIC = b"\xfebin"
 GZIP_MAGIC = b"\x1f\x8b"
+_CAT_AND_FOLLOW = frozenset({"cat", "follow"})
 
 
 def _event_types(opts: OptionMap) -> tuple[str, ...] | None:
@@ -77,9 +83,35 @@ class MysqlBinlogFormat(LogFormat):
     name = "mysql-binlog"
     pushable_columns = frozenset({"server_id", "timestamp", "database", "table", "op", "event_type", "pos",
                                   "event_type_code"})
+    # Command line: the filters of ``mysqlbinlog``; text output with row images as JSON
+    # (docs/formats/mysql-binlog.md "Output views").
+    cli_title = "mysql-binlog (like mysqlbinlog)"
+    cli_flags = (
+        CliFlag("--start-position", "startPosition", type=int),
+        CliFlag("--stop-position", "stopPosition", type=int),
+        CliFlag("--start-datetime", "startDatetime"),
+        CliFlag("--stop-datetime", "stopDatetime"),
+        CliFlag("--server-id", "serverId", type=int, repeatable=True),
+        CliFlag("--database", "databases", repeatable=True, commands=_CAT_AND_FOLLOW),
+        CliFlag("--table", "tables", "db.table (wildcards allowed; repeatable)", repeatable=True,
+                commands=_CAT_AND_FOLLOW),
+        CliFlag("--view", "view", choices=VIEWS, commands=_CAT_AND_FOLLOW),
+    )
+    text_options = MappingProxyType({"rowFormat": "json"})
+    json_text_columns = frozenset({"before", "after", "data"})
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        """The binlog magic ``fe 62 69 6e``, or gzip's (a compressed binlog is read whole)."""
+        return head[:4] == BINLOG_MAGIC or head[:2] == GZIP_MAGIC
 
     def _parse_options(self, opts: OptionMap) -> None:
-        self.view = opts.choice("view", VIEWS, "changes")
+        self.view = opts.choice("view", (*VIEWS, "table"), "changes")
+        #: view=table (one table's typed rows, ``docs/formats/mysql-typed.md``): built on first use (reads the DDL)
+        # ``password`` belongs to view=table's server schema source here; mysql-replication reads its own
+        self.table_options = parse_table_options(self.view, opts.string("table"), opts.string("schemaFrom"),
+                                                 opts.string("password") if self.view == "table" else None)
+        self._table_view: TableView | None = None
         self.row_format = opts.choice("rowFormat", ROW_FORMATS, "variant")
         self.start_position = opts.integer("startPosition", minimum=0)
         self.stop_position = opts.integer("stopPosition", minimum=0)
@@ -95,7 +127,7 @@ class MysqlBinlogFormat(LogFormat):
             if "." not in t:
                 raise OptionError("tables", f"expected db.table (wildcards allowed: shop.*), got {t!r}")
         self.read_options = BinlogReadOptions(
-            view=self.view,
+            view="changes" if self.view == "table" else self.view,
             row_format=self.row_format,
             common=self.common,
             start_datetime=_parse_datetime(opts, "startDatetime"),
@@ -105,18 +137,36 @@ class MysqlBinlogFormat(LogFormat):
             tables=tuple(tables) if tables else None,
             ops=tuple(o.lower() for o in ops) if ops else None,
             event_types=_event_types(opts),
-            include_query=opts.boolean("includeQuery", True),
+            include_query=opts.boolean("includeQuery", False),
         )
         #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.tail`.
         self.stream_options = parse_stream_options(opts)
 
     def stream(self) -> BinlogDirStream:
         """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation."""
+        if self.table_options is not None:
+            raise OptionError("view", "view=table is batch only")
         from spark_logsource.mysql.tail import BinlogDirStream
 
         return BinlogDirStream(self)
 
+    def table_view(self) -> TableView:
+        """The ``view=table`` reader (:mod:`.typed_rows`), built once, on the driver."""
+        if self._table_view is None:
+            from spark_logsource.mysql.typed_rows import TableView
+
+            assert self.table_options is not None
+            self._table_view = TableView(self, self.table_options)
+        return self._table_view
+
+    def can_push(self, predicate: Predicate) -> bool:
+        if self.table_options is not None:
+            return self.table_view().can_push(predicate)
+        return super().can_push(predicate)
+
     def schema(self) -> pa.Schema:
+        if self.table_options is not None:
+            return self.table_view().schema()
         return binlog_schema(self.view, self.row_format, self.common.corrupt_column_or_none)
 
     def accept_file_name(self, name: str) -> bool:
@@ -151,11 +201,16 @@ class MysqlBinlogFormat(LogFormat):
             else:
                 file_splits = super().plan([entry], predicates)
             splits.extend(dataclasses.replace(s, hints=tuple(hints)) for s in file_splits)
+        if self.table_options is not None:
+            return self.table_view().number_splits(splits)
         return splits
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
         options = dataclasses.replace(self.read_options, start_position=split.hint("start_position"),
                                       stop_position=split.hint("stop_position"))
+        if self.table_options is not None:
+            yield from self.table_view().read_split(split, options)
+            return
         with open_input(split.uri) as source:
             yield from iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
                                          options=options,

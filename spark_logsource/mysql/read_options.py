@@ -34,5 +34,6 @@ class BinlogReadOptions:
     event_types: tuple[str, ...] | None = None
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
     #: Fill the changes view's ``query`` column. The statement is repeated on every row it changed, so a
-    #: 1000-row INSERT puts its whole text on 1000 rows; false leaves the column null.
-    include_query: bool = True
+    #: 1000-row INSERT puts its whole text on 1000 rows; false (the default, as Debezium's ``include.query``)
+    #: leaves the column null.
+    include_query: bool = False

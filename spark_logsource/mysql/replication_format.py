@@ -101,6 +101,10 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
     name = "mysql-replication"
     uri_schemes = ("mysql", "mariadb")
     can_follow = True
+    # Command line (``spark-logsource follow mysql://user@host:3306``): the binlog filters that apply to a live
+    # server; ``serverId`` is this replica's id here, so mysqlbinlog's --server-id filter is not one of them.
+    cli_title = "mysql-replication (a live server as a replica)"
+    cli_flags = tuple(f for f in MysqlBinlogFormat.cli_flags if f.option in ("databases", "tables", "view"))
 
     @classmethod
     def sniff(cls, name: str, head: bytes) -> bool:
@@ -113,10 +117,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
     def _parse_options(self, opts: OptionMap) -> None:
         super()._parse_options(opts)
-        heartbeat = float(opts.string("heartbeatInterval") or 1.0)
-        if not 0.05 <= heartbeat <= 3600:
-            raise OptionError("heartbeatInterval", "expected seconds between 0.05 and 3600")
-        connect_timeout = float(opts.string("connectTimeout") or 10.0)
+        heartbeat = opts.seconds("heartbeatInterval", 1.0, minimum=0.05, maximum=3600)
+        connect_timeout = opts.seconds("connectTimeout", 10.0, minimum=0, exclusive_minimum=True)
         self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
                                   connect_timeout=connect_timeout)
         self.server_id_base = opts.integer("serverId", DEFAULT_SERVER_ID, minimum=1, maximum=(1 << 32) - 1025)

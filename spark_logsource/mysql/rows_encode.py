@@ -6,14 +6,15 @@ after images already encoded; :func:`encode_rows_event_py` is the pure-Python re
 :func:`spark_logsource.mysql.rows.decode_rows_event` (the reference decoder, verified against ``mariadb-binlog``),
 then :func:`spark_logsource.variant.encode_variant` or :func:`spark_logsource.jsontext.to_json` of each row dict.
 
-Output (:class:`EncodedRows`): ``before`` and ``after`` always have ``n`` entries.
+Output (:class:`EncodedRows`): ``before`` and ``after`` are each None where the event has no such image (insert
+before, delete after) or an :class:`ImageColumn` of ``n`` images as Arrow column parts — int32 end offsets and the
+bytes back to back, of the images (Variant values, or JSON text as UTF-8) and, for Variant, of their metadata — so
+the kernel hands over a rows event as a few bytes objects, without one Python object per row, and the batch
+builder (:mod:`.batches`) joins them into Arrow arrays with ``pa.Array.from_buffers``.
 
-* ``row_format="json"``: ``list[str | None]``, None where the event has no such image (insert before, delete
-  after);
-* ``row_format="variant"``: ``(values, metadatas)``, two lists; ``(None, b"")`` where there is no image.
-
-How the compiled path works. The post-header, column count and column bitmaps are parsed here (same checks,
-same errors as rows.py), MariaDB compressed rows events (166–171) are inflated here with
+How the compiled path works. The post-header, column count and column bitmaps of a well-formed uncompressed event
+are read by the kernel (``rows_head``, which returns None for anything else); the rest are parsed here by rows.py's
+``parse_rows_head`` (its checks, its errors), MariaDB compressed rows events (166–171) are inflated here with
 :func:`~spark_logsource.mysql.compression.mariadb_uncompress`, and for each (TABLE_MAP, present-columns bitmap)
 a compact plan is built once and cached on ``TableMap.row_decoder_cache`` (and shared by equal TableMaps of
 later transactions): per present column its value kind (integer width and signedness, FLOAT, DOUBLE, DECIMAL
@@ -48,6 +49,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import OptionError, UnsupportedDataError
 from ..jsontext import to_json
 from ..native import import_kernel, load_kernel
@@ -59,7 +62,8 @@ from .rows import decode_rows_event, parse_rows_head, rows_data
 from .tablemap import TableMap, string_length_from_meta
 from .values import column_decoder
 
-__all__ = ["KERNEL_AVAILABLE", "EncodedRows", "encode_rows_event", "encode_rows_event_c", "encode_rows_event_py"]
+__all__ = ["KERNEL_AVAILABLE", "EncodedRows", "ImageColumn", "encode_rows_event", "encode_rows_event_c",
+           "encode_rows_event_py", "pack_images"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,9 @@ KERNEL_AVAILABLE = _kernel is not None
 ROW_FORMATS = ("variant", "json")
 
 _PARTIAL_UPDATE_ROWS = 39
+# Rows events whose head the kernel reads (rows_head): v1 and v2, not compressed (their images are inflated first).
+_FAST_OPS = {23: "insert", 24: "update", 25: "delete", 30: "insert", 31: "update", 32: "delete"}
+_FAST_V2 = frozenset({30, 31, 32})
 _OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 
 # Value kinds of the kernel: enum mk_kind in _kernel.c, which exports them (a test compares both).
@@ -82,6 +89,53 @@ CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC = 0, 1, 2, 3
 
 _INT_WIDTHS = {ct.TINY: 1, ct.SHORT: 2, ct.INT24: 3, ct.LONG: 4, ct.LONGLONG: 8}
 _FALLBACK = "python"
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(slots=True)
+class ImageColumn:
+    """``n`` encoded images as Arrow column parts: ``ends`` holds the int32 (little-endian) end offset of each
+    image in ``data``; ``meta_ends`` / ``meta`` the same for their Variant metadata (None for JSON text)."""
+
+    n: int
+    ends: bytes
+    data: bytes
+    meta_ends: bytes | None = None
+    meta: bytes | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes of the images and their metadata (what the batch byte cap counts)."""
+        return len(self.data) + (len(self.meta) if self.meta is not None else 0)
+
+    def images(self) -> list[bytes]:
+        """The images one by one (for tests and diagnostics)."""
+        return _split(self.ends, self.data, self.n)
+
+    def metadatas(self) -> list[bytes]:
+        """The Variant metadata of each image (JSON: an empty list)."""
+        return [] if self.meta is None or self.meta_ends is None else _split(self.meta_ends, self.meta, self.n)
+
+
+def _split(ends: bytes, data: bytes, n: int) -> list[bytes]:
+    bounds = [0, *np.frombuffer(ends, dtype="<i4", count=n).tolist()]
+    return [data[bounds[i]:bounds[i + 1]] for i in range(n)]
+
+
+def _ends(chunks: list[bytes]) -> bytes:
+    lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+    ends = np.cumsum(lengths)
+    if len(ends) and ends[-1] > _INT32_MAX:
+        raise OverflowError("the row images of one rows event exceed 2 GiB")
+    return ends.astype("<i4").tobytes()
+
+
+def pack_images(images: list[bytes] | list[str], metadatas: list[bytes] | None = None) -> ImageColumn:
+    """The :class:`ImageColumn` of encoded images (JSON text or Variant values with their ``metadatas``)."""
+    data = [i.encode("utf-8") if isinstance(i, str) else i for i in images]
+    if metadatas is None:
+        return ImageColumn(len(data), _ends(data), b"".join(data))
+    return ImageColumn(len(data), _ends(data), b"".join(data), _ends(metadatas), b"".join(metadatas))
 
 
 @dataclass(slots=True)
@@ -92,8 +146,8 @@ class EncodedRows:
     flags: int
     op: str
     n: int
-    before: list | tuple[list, list] | None
-    after: list | tuple[list, list] | None
+    before: ImageColumn | None
+    after: ImageColumn | None
 
 
 def _check_row_format(row_format: str) -> bool:
@@ -113,27 +167,21 @@ def encode_rows_event_py(event_type: int, body: bytes | memoryview, *, post_head
     event = decode_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                               table_maps=table_maps, path=path, offset=offset, max_uncompressed=max_uncompressed)
     n = len(event.rows)
-    if as_json:
-        before: Any = [None if b is None else to_json(b) for b, _ in event.rows]
-        after: Any = [None if a is None else to_json(a) for _, a in event.rows]
-    else:
-        before = _variant_side([b for b, _ in event.rows])
-        after = _variant_side([a for _, a in event.rows])
+    before = _side([b for b, _ in event.rows], as_json) if event.op != "insert" else None
+    after = _side([a for _, a in event.rows], as_json) if event.op != "delete" else None
     return EncodedRows(event.table_id, event.flags, event.op, n, before, after)
 
 
-def _variant_side(images: list[dict | None]) -> tuple[list, list]:
-    values: list[bytes | None] = []
+def _side(images: list[dict], as_json: bool) -> ImageColumn:
+    if as_json:
+        return pack_images([to_json(image) for image in images])
+    values: list[bytes] = []
     metadatas: list[bytes] = []
     for image in images:
-        if image is None:
-            values.append(None)
-            metadatas.append(b"")
-        else:
-            value, metadata = encode_variant(image)
-            values.append(value)
-            metadatas.append(metadata)
-    return values, metadatas
+        value, metadata = encode_variant(image)
+        values.append(value)
+        metadatas.append(metadata)
+    return pack_images(values, metadatas)
 
 
 # ---- plans --------------------------------------------------------------------------------------------------
@@ -285,27 +333,39 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                           table_maps=table_maps, path=path, offset=offset)
-    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
-                                               max_uncompressed=max_uncompressed)
-    table_map, op = head.table_map, head.op
-    plan = _plan(table_map, head.present, path, offset)
-    plan_after = _plan(table_map, head.present_after, path, offset) if op == "update" else plan
+    op = _FAST_OPS.get(event_type)
+    fast = None if op is None else _kernel.rows_head(body, table_id_size, post_header_len, event_type in _FAST_V2,
+                                                     op == "update")
+    table_map = None if fast is None else table_maps.get(fast[0])
+    if table_map is not None and len(table_map.columns) == fast[3]:
+        # the common case, read by the kernel: a well-formed uncompressed head (what parse_rows_head returns)
+        table_id, flags, pos, _ncols, present, present_after = fast
+        data, data_base, in_block = body, offset + 19, False
+    else:
+        head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                               table_maps=table_maps, path=path, offset=offset)
+        data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
+                                                   max_uncompressed=max_uncompressed)
+        table_map, op, table_id, flags = head.table_map, head.op, head.table_id, head.flags
+        present, present_after = head.present, head.present_after
+    plan = _plan(table_map, present, path, offset)
+    plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
     if plan is None or plan_after is None:
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    label = f"{table_map.database}.{table_map.table}"
+    label = table_map.row_decoder_cache.get("label")
+    if label is None:
+        label = table_map.row_decoder_cache["label"] = f"{table_map.database}.{table_map.table}"
     n, first, second = _kernel.encode_rows(data, pos, plan, plan_after, _OP_CODES[op], as_json, path, data_base,
                                            in_block, label)
     # first / second: the images in event order (update: before, after; insert: after; delete: before).
-    absent: Any = [None] * n if as_json else ([None] * n, [b""] * n)
+    images = ImageColumn(n, *first)
     if op == "insert":
-        return EncodedRows(head.table_id, head.flags, op, n, absent, first)
+        return EncodedRows(table_id, flags, op, n, None, images)
     if op == "delete":
-        return EncodedRows(head.table_id, head.flags, op, n, first, absent)
-    return EncodedRows(head.table_id, head.flags, op, n, first, second)
+        return EncodedRows(table_id, flags, op, n, images, None)
+    return EncodedRows(table_id, flags, op, n, images, ImageColumn(n, *second))
 
 
 def _use_kernel() -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from ..errors import CorruptDataError, EncryptedBinlogError
+from .event_types import ROWS_TYPES
 from .events import BinlogFile, FramingError
 from .transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
 
@@ -53,7 +54,20 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
                 view.bad(pos, item.next_pos, item.error)
             prev_type, prev_pos = -1, pos
             if view.full():
-                yield from view.emit()
+                yield from view.emit(final=False)
+            continue
+        if not skipping and item.type_code in ROWS_TYPES:
+            # the bulk of a binlog: no group start, no query to decode (the general path below, without its tests)
+            prev_type, prev_pos = item.type_code, pos
+            try:
+                machine.rows_event(item)
+            except EncryptedBinlogError as exc:
+                view.bad(pos, bf.size, exc)
+                break
+            except CorruptDataError as exc:
+                view.bad(pos, item.next_pos, exc)
+            if view.full():
+                yield from view.emit(final=False)
             continue
         if ignorable(item):
             continue
@@ -87,7 +101,7 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
         except CorruptDataError as exc:
             view.bad(pos, item.next_pos, exc)
         if view.full():
-            yield from view.emit()
+            yield from view.emit(final=False)
     machine.finish()
     yield from view.emit()
 
@@ -113,6 +127,6 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
                 view.bad(item.pos, bf.size, exc)
                 break
         if view.full():
-            yield from view.emit()
+            yield from view.emit(final=False)
     machine.finish()
     yield from view.emit()

@@ -29,6 +29,7 @@ import pyarrow.fs as pafs
 
 from ..errors import CorruptDataError, DataLossError, OptionError
 from ..fs import display_name, locate, open_input
+from ..streaming.dirtail import data_loss, one_directory
 from ..streaming.stream import LogStream, Offset, ReadBudget
 from . import event_types as et
 from .boundaries import last_boundary
@@ -97,9 +98,7 @@ class BinlogDirStream(LogStream):
 
     def __init__(self, fmt: MysqlBinlogFormat) -> None:
         super().__init__(fmt)
-        if len(fmt.paths) != 1:
-            raise OptionError("path", "readStream of mysql-binlog follows one directory: give exactly one path")
-        self.directory = fmt.paths[0].rstrip("/") or "/"
+        self.directory = one_directory(fmt.paths, "binlog directory").rstrip("/") or "/"
         self.options = fmt.stream_options
         self.read_options = dataclasses.replace(fmt.read_options, start_position=None, stop_position=None)
 
@@ -193,10 +192,7 @@ class BinlogDirStream(LogStream):
         return self._at_file_start(oldest)
 
     def _data_loss(self, missing: str) -> None:
-        if self.options.fail_on_data_loss:
-            raise DataLossError(display_name(self.directory), missing)
-        log.warning("%s: data loss: %s is no longer available; continuing from the oldest position still there "
-                    "(failOnDataLoss=false)", display_name(self.directory), missing)
+        data_loss(display_name(self.directory), missing, fail=self.options.fail_on_data_loss)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         files = self._files()

@@ -117,6 +117,7 @@ class TransactionMachine:
         self.fde = fde
         self.table_id_size = 4 if fde.post_header_len(et.TABLE_MAP, 8) == 6 else 6
         self.query_post_header = fde.post_header_len(et.QUERY, 13)
+        self._rows_post_header = {code: fde.post_header_len(code, 10) for code in et.ROWS_TYPES}
 
     # -- transaction state ------------------------------------------------------------------------------------
     def reset_group(self) -> None:
@@ -207,7 +208,7 @@ class TransactionMachine:
 
     def _encode_rows(self, ev: BinlogEvent) -> EncodedRows:
         return self._encode_rows_event(
-            ev.type_code, ev.body, post_header_len=self.fde.post_header_len(ev.type_code, 10),
+            ev.type_code, ev.body, post_header_len=self._rows_post_header[ev.type_code],
             table_id_size=self.table_id_size, table_maps=self.table_maps, path=self.path, offset=ev.pos,
             row_format=self.options.row_format, max_uncompressed=self.options.max_uncompressed)
 
@@ -280,6 +281,10 @@ class TransactionMachine:
             self.annotate = None
         elif gtid_after is not False:
             self.gtid = gtid_after
+
+    def rows_event(self, ev: BinlogEvent) -> None:
+        """A rows event (what :meth:`process` does with one; a group never starts at one)."""
+        self._rows_event(ev)
 
     def _rows_event(self, ev: BinlogEvent) -> None:
         table_map = self._table_map_of(ev)

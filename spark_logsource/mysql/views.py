@@ -70,6 +70,8 @@ class ViewWriter:
 
     def rows_wanted(self, ev: BinlogEvent, table_map: TableMap, op: str) -> bool:
         """Whether a rows event passes the filters (decided before its rows are decoded)."""
+        if self.filters.none:
+            return True
         return self.filters.facts_ok(ev, et.event_type_name(ev.type_code), table_map.database, table_map.table, op)
 
     def rows_event(self, ev: BinlogEvent, rows: EncodedRows, table_map: TableMap, op: str, gtid: str | None,
@@ -100,5 +102,6 @@ class ViewWriter:
     def full(self) -> bool:
         return self.out.full()
 
-    def emit(self) -> Iterator[pa.RecordBatch]:
-        yield from self.out.emit()
+    def emit(self, final: bool = True) -> Iterator[pa.RecordBatch]:
+        """The rows so far as batches (``final=False``: a last partial batch waits for more rows)."""
+        yield from self.out.emit(final)

@@ -39,3 +39,22 @@ except ImportError:  # pyspark 4.0
 
     class Filter:  # type: ignore[no-redef]
         """Placeholder on pyspark 4.0 (no filter pushdown: never instantiated)."""
+
+
+#: Spark's error condition for registering a name it already has from its own auto-registration (the
+#: ``pyspark_*`` modules it imports at start-up). pyspark 4.0 raises it; 4.1+ replace the source with a warning.
+ALREADY_EXISTS_CONDITION = "DATA_SOURCE_ALREADY_EXISTS"
+
+
+def is_already_registered_error(exc: BaseException) -> bool:
+    """True when ``exc`` is Spark refusing to register a data source name it already has (pyspark 4.0)."""
+    for getter in ("getCondition", "getErrorClass"):  # getCondition from 4.0; getErrorClass is its old name
+        method = getattr(exc, getter, None)
+        if callable(method):
+            try:
+                condition = method()
+            except Exception:  # a captured JVM error whose gateway is gone: fall back to the message
+                condition = None
+            if condition:
+                return condition == ALREADY_EXISTS_CONDITION
+    return ALREADY_EXISTS_CONDITION in str(exc)

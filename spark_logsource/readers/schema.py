@@ -6,14 +6,19 @@ import pyarrow as pa
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
+    ByteType,
     DataType,
+    DateType,
     DecimalType,
     DoubleType,
+    FloatType,
     IntegerType,
     LongType,
+    ShortType,
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
     TimestampType,
     VariantType,
 )
@@ -44,6 +49,19 @@ def spark_type(field: pa.Field) -> DataType:
         return TimestampType()
     if pa.types.is_decimal128(t):
         return DecimalType(t.precision, t.scale)
+    # the typed table views (docs/formats/mysql-typed.md "Type mapping")
+    if pa.types.is_int16(t):
+        return ShortType()
+    if pa.types.is_int8(t):
+        return ByteType()
+    if pa.types.is_float32(t):
+        return FloatType()
+    if pa.types.is_date32(t):
+        return DateType()
+    if pa.types.is_timestamp(t) and t.unit == "us" and t.tz is None:
+        return TimestampNTZType()
+    if pa.types.is_struct(t):
+        return StructType([StructField(f.name, spark_type(f), f.nullable) for f in t])
     raise TypeError(f"no Spark type for Arrow field {field}")
 
 

@@ -28,12 +28,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import msgpack
 
-from spark_logsource.errors import AuthenticationError, OptionError, SourceError
+from spark_logsource.errors import AuthenticationError, SourceError
 from spark_logsource.native import load_kernel
+from spark_logsource.net import Secret, connect_tcp, os_reason, parse_server_uri
 from spark_logsource.tarantool.mpext import ext_hook
 
 log = logging.getLogger(__name__)
@@ -85,38 +85,6 @@ _ROW_PREFIX = struct.Struct(">BIBBBBB")
 _UINT_PREFIX = {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}
 
 
-class Secret:
-    """A password that never prints: ``repr`` and ``str`` are ``'***'``; pickles as its value (for executors)."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str | None) -> None:
-        self._value = value or ""
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
-
-    def __getstate__(self) -> str:
-        return self._value
-
-    def __setstate__(self, state: str) -> None:
-        self._value = state
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """Where the server listens and as whom we log in; :attr:`display` is the URI without credentials."""
@@ -133,34 +101,9 @@ class Endpoint:
     @classmethod
     def parse(cls, uri: str, option: str = "uri") -> tuple[Endpoint, Secret | None]:
         """``tarantool://user[:password]@host:port`` → (endpoint, password in the URI or None)."""
-        text = uri.strip()
-        if "://" not in text:
-            text = "tarantool://" + text
-        try:
-            parts = urlsplit(text)
-            port = parts.port
-        except ValueError as exc:
-            raise OptionError(option, f"not a tarantool://user@host:port URI ({_error_kind(exc)})") from None
-        if parts.scheme not in ("tarantool", "tcp") or not parts.hostname or port is None:
-            raise OptionError(option, f"expected tarantool://user@host:port, got {_redact_uri(uri)!r}")
-        user = unquote(parts.username) if parts.username else "guest"
-        password = Secret(unquote(parts.password)) if parts.password is not None else None
-        return cls(parts.hostname, port, user), password
-
-
-def _redact_uri(uri: str) -> str:
-    """``uri`` with any ``:password@`` part replaced by ``:***@``."""
-    head, sep, tail = uri.rpartition("@")
-    if not sep:
-        return uri
-    scheme, s2, userinfo = head.rpartition("://")
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}{s2}{user}:***@{tail}" if ":" in userinfo else uri
-
-
-def _error_kind(exc: Exception) -> str:
-    """The kind of a parsing error, without its message (which could quote the URI and its password)."""
-    return type(exc).__name__
+        parts = parse_server_uri(uri, schemes=("tarantool", "tcp"), form="tarantool://user@host:port", bare=True,
+                                 option=option)
+        return cls(parts.host, parts.port, parts.user or "guest"), parts.password
 
 
 def vclock_text(vclock: dict[int, int] | None) -> str:
@@ -434,13 +377,9 @@ class IprotoConnection:
 
     # --- connection ---------------------------------------------------------------------------------------------
     def open(self) -> Greeting:
-        try:
-            sock = socket.create_connection((self.endpoint.host, self.endpoint.port), timeout=self.connect_timeout)
-        except OSError as exc:
-            raise ConnectionLost(self.source, None, f"cannot connect: {exc.strerror or exc}") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(self.read_timeout)
-        self._sock = sock
+        self._sock = connect_tcp(self.endpoint.host, self.endpoint.port, self.source,
+                                 connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
+                                 error=ConnectionLost)
         data = bytearray()
         while len(data) < GREETING_SIZE:
             chunk = self._recv(GREETING_SIZE - len(data), "the greeting")
@@ -474,7 +413,7 @@ class IprotoConnection:
             raise SourceError(self.source, self.position, f"no data and no heartbeat for {self.read_timeout:g} s "
                                                           f"while waiting for {what} (readTimeout)") from None
         except OSError as exc:
-            raise ConnectionLost(self.source, self.position, f"connection lost: {exc.strerror or exc}") from None
+            raise ConnectionLost(self.source, self.position, f"connection lost: {os_reason(exc)}") from None
         if not chunk:
             raise ConnectionLost(self.source, self.position, f"server closed the connection while we waited for "
                                                              f"{what}")
@@ -491,7 +430,7 @@ class IprotoConnection:
             except TimeoutError:
                 raise SourceError(self.source, self.position, f"send blocked for {self.read_timeout:g} s") from None
             except OSError as exc:
-                raise ConnectionLost(self.source, self.position, f"connection lost: {exc.strerror or exc}") from None
+                raise ConnectionLost(self.source, self.position, f"connection lost: {os_reason(exc)}") from None
 
     def _next_sync(self) -> int:
         self._sync += 1

@@ -23,14 +23,15 @@ import logging
 import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
 
 from spark_logsource.errors import LogSourceError, OptionError
-from spark_logsource.filters import Predicate, allowed_values, apply_predicates, value_range
+from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
 from spark_logsource.fs import FileEntry, display_name, open_input
-from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.stream import LogStream
 from spark_logsource.tarantool.names import REQUEST_TYPES
@@ -44,6 +45,9 @@ INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
 _LISTED_SUFFIXES = (".xlog", ".snap", ".vylog")
 _TYPE_BY_NAME = {name.lower(): name for name in REQUEST_TYPES.values()}
+_CAT_AND_FOLLOW = frozenset({"cat", "follow"})
+#: First bytes of the files Tarantool writes: the file-type line of the text header (docs/formats/tarantool-xlog.md).
+FILE_MAGICS = (b"XLOG\n", b"SNAP\n", b"VYLOG", b"RUN\n", b"INDEX")
 
 
 def canonical_type(text: str) -> str:
@@ -60,31 +64,43 @@ def canonical_type(text: str) -> str:
     return name
 
 
+def row_filters(opts: OptionMap) -> list[Predicate]:
+    """``spaceId``, ``replicaId`` and ``types`` (the row filters of ``tt cat``), for files and the live replica."""
+    preds = in_filter("space_id", opts.int_list("spaceId", minimum=0, maximum=INT32_MAX))
+    preds += in_filter("replica_id", opts.int_list("replicaId", minimum=0, maximum=INT32_MAX))
+    types = opts.str_list("types")
+    return preds + in_filter("type", types and [canonical_type(t) for t in types])
+
+
 class TarantoolXlogFormat(LogFormat):
     name = "tarantool-xlog"
     pushable_columns = frozenset(
         {"lsn", "replica_id", "space_id", "type", "tsn", "timestamp", "group_id", "index_id", "file_type", "is_commit"}
     )
+    # Command line: the filters of ``tt cat``; text output with tuples as JSON (docs/formats/tarantool-xlog.md).
+    cli_title = "tarantool-xlog (like tt cat)"
+    cli_flags = (
+        CliFlag("--space", "spaceId", "space id (repeatable)", int, repeatable=True, commands=_CAT_AND_FOLLOW),
+        CliFlag("--replica", "replicaId", "replica id (repeatable)", int, repeatable=True, commands=_CAT_AND_FOLLOW),
+        CliFlag("--types", "types", "request type name or code (repeatable)", repeatable=True,
+                commands=_CAT_AND_FOLLOW),
+        CliFlag("--from", "fromLsn", "first LSN (inclusive)", int, metavar="FROM_LSN"),
+        CliFlag("--to", "toLsn", "last LSN (exclusive)", int, metavar="TO_LSN"),
+    )
+    text_options = MappingProxyType({"tupleFormat": "json"})
+    json_text_columns = frozenset({"key", "tuple", "ops", "extra"})
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        """A ``.xlog``/``.snap``/``.vylog`` name, or the file-type line every Tarantool file starts with."""
+        return name.endswith((*_LISTED_SUFFIXES, ".inprogress")) or head.startswith(FILE_MAGICS)
 
     def _parse_options(self, opts: OptionMap) -> None:
         self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
         self.include_in_progress = opts.boolean("includeInProgress", False)
-        preds: list[Predicate] = []
-        spaces = opts.int_list("spaceId", minimum=0, maximum=INT32_MAX)
-        if spaces:
-            preds.append(Predicate("space_id", "in", tuple(spaces)))
-        replicas = opts.int_list("replicaId", minimum=0, maximum=INT32_MAX)
-        if replicas:
-            preds.append(Predicate("replica_id", "in", tuple(replicas)))
-        types = opts.str_list("types")
-        if types:
-            preds.append(Predicate("type", "in", tuple(canonical_type(t) for t in types)))
-        from_lsn = opts.integer("fromLsn", minimum=0, maximum=INT64_MAX)
-        if from_lsn is not None:
-            preds.append(Predicate("lsn", ">=", from_lsn))
-        to_lsn = opts.integer("toLsn", minimum=0, maximum=INT64_MAX)
-        if to_lsn is not None:
-            preds.append(Predicate("lsn", "<", to_lsn))
+        preds = row_filters(opts)
+        preds += range_filter("lsn", opts.integer("fromLsn", minimum=0, maximum=INT64_MAX),
+                              opts.integer("toLsn", minimum=0, maximum=INT64_MAX))
         self.option_predicates = tuple(preds)
         self.read_options = XlogReadOptions(tuple_format=self.tuple_format, common=self.common)
         self.stream_options = parse_stream_options(opts)
@@ -133,13 +149,11 @@ class TarantoolXlogFormat(LogFormat):
             return
         # Spark's pushed predicates drop corrupt-record rows (their columns are null, as in Spark's own sources);
         # the option filters (tt cat's) keep them, so a damaged block is never hidden by a filter.
-        keep = self.common.corrupt_column_or_none
         with open_input(split.uri) as source:
-            for batch in iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
-                                           options=self.read_options, predicates=predicates):
-                batch = apply_predicates(batch, self.option_predicates, keep_rows_with=keep)
-                if len(batch):
-                    yield batch
+            yield from filter_batches(
+                iter_file_batches(source, display_name(split.uri), start=split.start, end=split.end,
+                                  options=self.read_options, predicates=predicates),
+                self.option_predicates, self.common.corrupt_column_or_none)
 
 
 def _typed_view_options(opts: OptionMap) -> dict[str, Any] | None:

@@ -25,18 +25,17 @@ Options (case-insensitive):
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from spark_logsource.errors import OptionError
-from spark_logsource.filters import Predicate, apply_predicates
+from spark_logsource.filters import Predicate, filter_batches
 from spark_logsource.fs import FileEntry
 from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint, Secret
-from spark_logsource.tarantool.format import INT32_MAX, TUPLE_FORMATS, canonical_type
+from spark_logsource.tarantool.format import TUPLE_FORMATS, TarantoolXlogFormat, row_filters
 from spark_logsource.tarantool.live import LiveSlice, LiveStream, parse_offset
 from spark_logsource.tarantool.reader import xlog_schema
 
@@ -61,21 +60,15 @@ def _position(opts: OptionMap, name: str, default: str, allowed: Sequence[str]) 
     return text
 
 
-def _seconds(opts: OptionMap, name: str, default: float, minimum: float) -> float:
-    value = opts.raw(name)
-    if value is None:
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise OptionError(name, f"expected a number of seconds, got {value!r}") from None
-    if not math.isfinite(number) or number < minimum:
-        raise OptionError(name, f"must be a number of seconds ≥ {minimum:g}, got {value!r}")
-    return number
-
-
 class TarantoolReplicationFormat(LogFormat):
     name = "tarantool-replication"
+    # Command line (``spark-logsource follow tarantool://user@host:3301``): the row filters of tarantool-xlog.
+    cli_title = "tarantool-replication (a live server as an anonymous replica)"
+    cli_flags = tuple(f for f in TarantoolXlogFormat.cli_flags if f.option in ("spaceId", "replicaId", "types"))
+    text_options = TarantoolXlogFormat.text_options
+    json_text_columns = TarantoolXlogFormat.json_text_columns
+    uri_schemes = ("tarantool",)
+    can_follow = True
 
     def __repr__(self) -> str:
         return f"TarantoolReplicationFormat({self.endpoint.display})"
@@ -93,23 +86,13 @@ class TarantoolReplicationFormat(LogFormat):
         self.starting_position = _position(opts, "startingPosition", "latest", _NAMED_POSITIONS)
         self.batch_starting_position = _position(opts, "startingPosition", "earliest", _NAMED_POSITIONS)
         self.ending_position = _position(opts, "endingPosition", "latest", ("latest",))
-        self.read_timeout = _seconds(opts, "readTimeout", 10.0, 0.05)
-        self.ack_interval = _seconds(opts, "ackInterval", 0.25, 0.01)
+        self.read_timeout = opts.seconds("readTimeout", 10.0, minimum=0.05)
+        self.ack_interval = opts.seconds("ackInterval", 0.25, minimum=0.01)
         self.fail_on_data_loss = opts.boolean("failOnDataLoss", True)
         self.max_rows_per_trigger = opts.integer("maxRowsPerTrigger", None, minimum=1)
         self.max_packet_bytes = opts.size("maxPacketBytes", MAX_PACKET_BYTES)
         self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
-        preds: list[Predicate] = []
-        spaces = opts.int_list("spaceId", minimum=0, maximum=INT32_MAX)
-        if spaces:
-            preds.append(Predicate("space_id", "in", tuple(spaces)))
-        replicas = opts.int_list("replicaId", minimum=0, maximum=INT32_MAX)
-        if replicas:
-            preds.append(Predicate("replica_id", "in", tuple(replicas)))
-        types = opts.str_list("types")
-        if types:
-            preds.append(Predicate("type", "in", tuple(canonical_type(t) for t in types)))
-        self.option_predicates = tuple(preds)
+        self.option_predicates = tuple(row_filters(opts))
 
     def schema(self) -> pa.Schema:
         return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
@@ -138,9 +121,4 @@ class TarantoolReplicationFormat(LogFormat):
         slice_ = split.hint("slice")
         if not isinstance(slice_, LiveSlice):
             raise TypeError("a tarantool-replication split carries a LiveSlice")
-        keep = self.common.corrupt_column_or_none
-        for batch in self.stream().read_slice(slice_):
-            if predicates:
-                batch = apply_predicates(batch, predicates, keep_rows_with=keep)
-            if len(batch):
-                yield batch
+        yield from filter_batches(self.stream().read_slice(slice_), predicates, self.common.corrupt_column_or_none)

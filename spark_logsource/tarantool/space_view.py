@@ -24,16 +24,14 @@ from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.tarantool.catalog import Catalog, SpaceDef, SpaceHistory, build_catalog
 from spark_logsource.tarantool.logrows import LogRow, file_key, iter_rows
 from spark_logsource.tarantool.typed import (
-    VARIANT,
     FieldTypeError,
-    column_fields,
     column_name,
     convert,
     row_fields,
     row_plan,
     typed_array,
-    union_columns,
     variant_column,
+    view_schema,
 )
 
 if TYPE_CHECKING:
@@ -90,26 +88,35 @@ class _Rows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-class SpaceView:
-    """The ``view=space`` part of a :class:`TarantoolXlogFormat` (built on the driver, pickled into tasks)."""
+class TypedView:
+    """What ``view=space`` and ``view=state`` share: the space they read and a schema fixed when they are built.
+
+    Spark's pushed filters are not taken (``can_push`` is False): Spark applies them to the view's rows.
+    """
+
+    _schema: pa.Schema
 
     def __init__(self, fmt: TarantoolXlogFormat, space: str) -> None:
         self.fmt = fmt
         _catalog, self.history = resolve_space(fmt, space)
         self.space_id = self.history.space_id
-        self.reserved = tuple(n for n, _ in BASE_COLUMNS) + TAIL_COLUMNS + (fmt.common.corrupt_column,)
-        self.columns = dict(union_columns(self.history.defined(), self.reserved))
-        fields = [pa.field(n, t) for n, t in BASE_COLUMNS] + column_fields(list(self.columns.items()))
-        fields += column_fields([(n, VARIANT) for n in TAIL_COLUMNS])
-        if fmt.common.corrupt_column_or_none is not None:
-            fields.append(pa.field(fmt.common.corrupt_column, pa.string()))
-        self._schema = pa.schema(fields)
 
     def schema(self) -> pa.Schema:
         return self._schema
 
     def can_push(self, predicate: Predicate) -> bool:
         return False
+
+
+class SpaceView(TypedView):
+    """The ``view=space`` part of a :class:`TarantoolXlogFormat` (built on the driver, pickled into tasks)."""
+
+    def __init__(self, fmt: TarantoolXlogFormat, space: str) -> None:
+        super().__init__(fmt, space)
+        self.reserved = tuple(n for n, _ in BASE_COLUMNS) + TAIL_COLUMNS + (fmt.common.corrupt_column,)
+        self.columns, self._schema = view_schema(
+            self.history.defined(), self.reserved, head=[pa.field(n, t) for n, t in BASE_COLUMNS], tail=TAIL_COLUMNS,
+            corrupt_column=fmt.common.corrupt_column_or_none)
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate]) -> list[Split]:
         xlogs = [f for f in files if file_key(f.uri)[1] == 1 and ".xlog" in f.uri.rsplit("/", 1)[-1]]

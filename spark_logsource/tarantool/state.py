@@ -33,15 +33,8 @@ from spark_logsource.logformat import Split
 from spark_logsource.tarantool.catalog import INDEX_SPACE, TRUNCATE_SPACE, SpaceDef
 from spark_logsource.tarantool.logrows import LogRow, file_key, iter_rows, read_vclock
 from spark_logsource.tarantool.replay import ReplayError, TupleStore, key_hash
-from spark_logsource.tarantool.space_view import _Rows, resolve_space
-from spark_logsource.tarantool.typed import (
-    VARIANT,
-    FieldTypeError,
-    column_fields,
-    row_fields,
-    row_plan,
-    union_columns,
-)
+from spark_logsource.tarantool.space_view import TypedView, _Rows
+from spark_logsource.tarantool.typed import FieldTypeError, row_fields, row_plan, view_schema
 
 if TYPE_CHECKING:
     from spark_logsource.fs import FileEntry
@@ -55,15 +48,13 @@ DEFAULT_PARTITIONS = 4
 _STATE_URI = "tarantool-state:"
 
 
-class StateView:
+class StateView(TypedView):
     """The ``view=state`` part of a :class:`TarantoolXlogFormat`."""
 
     def __init__(self, fmt: TarantoolXlogFormat, space: str, as_of_lsn: int | None, partitions: int) -> None:
-        self.fmt = fmt
+        super().__init__(fmt, space)
         self.as_of_lsn = as_of_lsn
         self.partitions = partitions
-        _catalog, self.history = resolve_space(fmt, space)
-        self.space_id = self.history.space_id
         final = self.history.as_of_lsn(as_of_lsn)
         if final is None:
             raise OptionError("asOfLsn", f"space {space!r} does not exist as of LSN {as_of_lsn}")
@@ -72,17 +63,8 @@ class StateView:
                                        f"{as_of_lsn}: its state cannot be rebuilt")
         self.final: SpaceDef = final
         self.reserved = ("extra_fields", fmt.common.corrupt_column)
-        self.columns = dict(union_columns([final], self.reserved))
-        fields = column_fields(list(self.columns.items())) + column_fields([("extra_fields", VARIANT)])
-        if fmt.common.corrupt_column_or_none is not None:
-            fields.append(pa.field(fmt.common.corrupt_column, pa.string()))
-        self._schema = pa.schema(fields)
-
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    def can_push(self, predicate: Predicate) -> bool:
-        return False
+        self.columns, self._schema = view_schema([final], self.reserved, tail=("extra_fields",),
+                                                 corrupt_column=fmt.common.corrupt_column_or_none)
 
     # --- planning (driver) --------------------------------------------------------------------------------------
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate]) -> list[Split]:

@@ -38,10 +38,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from spark_logsource.errors import CorruptDataError, DataLossError, OptionError, SourceError
-from spark_logsource.filters import apply_predicates
+from spark_logsource.errors import CorruptDataError, OptionError, SourceError
+from spark_logsource.filters import filter_batches
 from spark_logsource.fs import FileEntry, PathNotFoundError, display_name, locate, open_input
 from spark_logsource.options import OptionMap
+from spark_logsource.streaming import dirtail
+from spark_logsource.streaming.dirtail import STREAM_OPTIONS, StreamOptions, Taken, data_loss, one_directory
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 from spark_logsource.tarantool.blocks import (
     EOF_MAGIC,
@@ -73,31 +75,11 @@ __all__ = ["STREAM_OPTIONS", "StreamOptions", "TarantoolDirStream", "XlogSlice",
 
 #: A cached directory listing is trusted once read this long after the directory's last change (clock ticks).
 _DIR_MTIME_MARGIN_S = 0.5
-#: The streaming options of the directory source (accepted, and ignored, by batch reads).
-STREAM_OPTIONS = ("startingPosition", "failOnDataLoss", "maxRowsPerTrigger", "maxBytesPerTrigger",
-                  "maxFilesPerTrigger")
 
 
-@dataclass(frozen=True, slots=True)
-class StreamOptions:
+def parse_stream_options(opts: OptionMap) -> StreamOptions[str | DirPosition]:
     """``startingPosition`` (earliest | latest | JSON offset), ``failOnDataLoss``, ``max*PerTrigger``."""
-
-    starting: str | DirPosition = "earliest"
-    fail_on_data_loss: bool = True
-    max_rows: int | None = None
-    max_bytes: int | None = None
-    max_files: int | None = None
-
-
-def parse_stream_options(opts: OptionMap) -> StreamOptions:
-    max_bytes = opts.raw("maxBytesPerTrigger")
-    return StreamOptions(
-        starting=parse_starting_position(opts.string("startingPosition")),
-        fail_on_data_loss=opts.boolean("failOnDataLoss", True),
-        max_rows=opts.integer("maxRowsPerTrigger", minimum=1),
-        max_bytes=None if max_bytes is None else opts.size("maxBytesPerTrigger", 1),
-        max_files=opts.integer("maxFilesPerTrigger", minimum=1),
-    )
+    return dirtail.parse_stream_options(opts, parse_starting_position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,40 +100,6 @@ class XlogSlice:
         return f"XlogSlice({display_name(self.uri)!r}, {self.start}, {self.end}, size={self.size})"
 
 
-@dataclass
-class _Taken:
-    """What a range under construction already holds, against the budget."""
-
-    budget: ReadBudget
-    rows: int = 0
-    bytes: int = 0
-    files: int = 0
-    current_file_counted: bool = False
-
-    @property
-    def empty(self) -> bool:
-        return self.rows == 0 and self.bytes == 0
-
-    def allows(self, rows: int, nbytes: int, new_file: bool, *, first_always: bool = True) -> bool:
-        """Whether adding ``rows``/``nbytes`` (from a file not counted yet if ``new_file``) stays in budget.
-        The first block is always allowed (``first_always``): a range takes at least one transaction."""
-        if self.empty and first_always:
-            return True
-        b = self.budget
-        if b.max_rows is not None and self.rows + rows > b.max_rows:
-            return False
-        if b.max_bytes is not None and self.bytes + nbytes > b.max_bytes:
-            return False
-        return not (b.max_files is not None and new_file and self.files + 1 > b.max_files)
-
-    def add(self, rows: int, nbytes: int) -> None:
-        self.rows += rows
-        self.bytes += nbytes
-        if not self.current_file_counted:
-            self.files += 1
-            self.current_file_counted = True
-
-
 class TarantoolDirStream(LogStream):
     """A growing WAL directory as ranges of :class:`DirPosition` (see the module docstring)."""
 
@@ -159,10 +107,8 @@ class TarantoolDirStream(LogStream):
 
     def __init__(self, fmt: TarantoolXlogFormat) -> None:
         super().__init__(fmt)
-        if len(fmt.paths) != 1:
-            raise OptionError("path", f"streaming reads one WAL directory, got {len(fmt.paths)} paths")
-        self.directory = fmt.paths[0]
-        self.options: StreamOptions = fmt.stream_options
+        self.directory = one_directory(fmt.paths, "WAL directory")
+        self.options: StreamOptions[str | DirPosition] = fmt.stream_options
         self._metas: dict[str, XlogMeta] = {}  # driver-side cache: xlog metas never change once written
         self._names_cache: tuple[int, float, list[str]] | None = None  # (dir mtime_ns, listed at, xlog names)
 
@@ -274,8 +220,7 @@ class TarantoolDirStream(LogStream):
         return DirPosition(None, None, 0, {}).to_offset()
 
     def default_budget(self) -> ReadBudget:
-        o = self.options
-        return ReadBudget(max_rows=o.max_rows, max_bytes=o.max_bytes, max_files=o.max_files)
+        return self.options.budget()
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
         ka = DirPosition.from_offset(a, "offset").sort_key()
@@ -291,7 +236,7 @@ class TarantoolDirStream(LogStream):
         for uri in [u for u in self._metas if _name(u) < cur.file]:  # files passed for good
             del self._metas[uri]
         names = [_name(e.uri) for e in files]
-        taken = _Taken(budget)
+        taken = Taken(budget)
         while True:
             i = names.index(cur.file)
             entry = files[i]
@@ -322,7 +267,7 @@ class TarantoolDirStream(LogStream):
     def _resolve(self, cur: DirPosition, files: list[FileEntry]) -> DirPosition | None:
         """``cur``, or where reading goes on when its file was collected (data loss unless it was read whole)."""
         if not files:
-            if cur.file is not None:
+            if cur.file is not None and not self._checkpointed_at(cur):
                 self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
             return None
         if cur.file is None:
@@ -333,7 +278,8 @@ class TarantoolDirStream(LogStream):
             return cur
         later = [e for e in files if file_signature(_name(e.uri)) > cur.signature]
         if not later:
-            self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
+            if not self._checkpointed_at(cur):
+                self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
             return None
         nxt, nxt_meta = later[0], self._meta(later[0])
         if nxt_meta is None:
@@ -342,6 +288,23 @@ class TarantoolDirStream(LogStream):
         if not same_vclock(nxt_meta.vclock, cur.vclock):
             self._data_loss(cur, nxt_meta.vclock, f"{cur.file} was removed before it was read to its end")
         return self._at_start_of(nxt, nxt_meta)
+
+    def _checkpointed_at(self, cur: DirPosition) -> bool:
+        """True when the instance wrote a snapshot exactly at ``cur``'s vclock.
+
+        ``box.snapshot()`` closes the active xlog, and the checkpoint collector may then delete it; the next xlog is
+        created only by the next write. Until then no xlog follows ``cur``, yet nothing after it was lost: the
+        snapshot named by ``cur``'s signature (``docs/formats/tarantool-xlog.md``, file names) holding the same
+        vclock proves no row was written after it. A later xlog then continues from that vclock.
+        """
+        name = f"{sum(cur.vclock.values()):020d}.snap"
+        loc = locate(self.directory)
+        try:
+            with open_input(loc.uri_of(posixpath.join(loc.inner, name))) as source:
+                meta = read_meta(source, name)
+        except (FileNotFoundError, CorruptDataError):
+            return False
+        return meta.file_type == "SNAP" and same_vclock(meta.vclock, cur.vclock)
 
     def _check_continuity(self, cur: DirPosition, entry: FileEntry, meta: XlogMeta, nxt: FileEntry,
                           nxt_meta: XlogMeta) -> None:
@@ -353,12 +316,9 @@ class TarantoolDirStream(LogStream):
     def _data_loss(self, at: DirPosition, upto: dict[int, int] | None, why: str) -> None:
         upto_text = "an unknown vclock" if upto is None else f"vclock {vclock_text(upto)}"
         missing = f"rows after vclock {vclock_text(at.vclock)} ({at.describe()}) up to {upto_text} ({why})"
-        if self.options.fail_on_data_loss:
-            raise DataLossError(self.directory, missing)
-        log.warning("%s: data loss: %s; continuing from the oldest position available (failOnDataLoss=false)",
-                    self.directory, missing)
+        data_loss(self.directory, missing, fail=self.options.fail_on_data_loss)
 
-    def _walk(self, entry: FileEntry, cur: DirPosition, taken: _Taken, *, closed: bool) -> DirPosition:
+    def _walk(self, entry: FileEntry, cur: DirPosition, taken: Taken, *, closed: bool) -> DirPosition:
         """Walk blocks of ``entry`` from ``cur`` while the budget allows; the boundary reached."""
         name = _name(entry.uri)
         size = entry.size
@@ -444,18 +404,13 @@ class TarantoolDirStream(LogStream):
             source = open_input(slice_.uri)
         except FileNotFoundError:
             missing = f"{path} from byte {slice_.start} (collected before this range was read)"
-            if self.options.fail_on_data_loss:
-                raise DataLossError(self.directory, missing) from None
-            log.warning("%s: data loss: %s; skipping it (failOnDataLoss=false)", self.directory, missing)
+            data_loss(self.directory, missing, fail=self.options.fail_on_data_loss, then="skipping it")
             return
-        keep = self.fmt.common.corrupt_column_or_none
         with source:
-            for batch in iter_file_batches(source, path, start=slice_.start, end=slice_.end,
-                                           options=self.fmt.read_options, exact_start=slice_.exact,
-                                           size=slice_.size):
-                batch = apply_predicates(batch, self.fmt.option_predicates, keep_rows_with=keep)
-                if len(batch):
-                    yield batch
+            yield from filter_batches(
+                iter_file_batches(source, path, start=slice_.start, end=slice_.end, options=self.fmt.read_options,
+                                  exact_start=slice_.exact, size=slice_.size),
+                self.fmt.option_predicates, self.fmt.common.corrupt_column_or_none)
 
 
 _XLOG_NAME = re.compile(r"^\d{1,20}\.xlog$")

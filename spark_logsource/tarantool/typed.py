@@ -31,7 +31,7 @@ from spark_logsource.tarantool.catalog import FieldDef, SpaceDef
 from spark_logsource.tarantool.rows import variant_of
 
 __all__ = ["VARIANT", "FieldTypeError", "arrow_type", "column_fields", "convert", "row_fields", "row_plan",
-           "union_columns"]
+           "union_columns", "view_schema"]
 
 DECIMAL_TYPE = pa.decimal128(38, 18)
 _DECIMAL_QUANTUM = Decimal(1).scaleb(-18)
@@ -81,6 +81,18 @@ def column_name(field_name: str, reserved: Sequence[str]) -> str:
 
 def column_fields(columns: Sequence[tuple[str, pa.DataType | str]]) -> list[pa.Field]:
     return [variant_field(n) if isinstance(t, str) else pa.field(n, t) for n, t in columns]
+
+
+def view_schema(spaces: Sequence[SpaceDef], reserved: Sequence[str], *, head: Sequence[pa.Field] = (),
+                tail: Sequence[str] = (), corrupt_column: str | None = None,
+                ) -> tuple[dict[str, pa.DataType | str], pa.Schema]:
+    """The typed columns of ``spaces`` (:func:`union_columns`) and a typed view's schema: its own ``head`` fields,
+    the typed columns, its variant ``tail`` columns, then the corrupt-record column when there is one."""
+    columns = dict(union_columns(spaces, reserved))
+    fields = [*head, *column_fields(list(columns.items())), *column_fields([(n, VARIANT) for n in tail])]
+    if corrupt_column is not None:
+        fields.append(pa.field(corrupt_column, pa.string()))
+    return columns, pa.schema(fields)
 
 
 def _to_int(value: Any) -> int:

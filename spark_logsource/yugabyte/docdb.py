@@ -127,6 +127,13 @@ def _need(buf: bytes, pos: int, n: int, end: int, what: str) -> None:
         raise DecodeError(pos, f"{what} runs past the end of the key")
 
 
+def _fixed_bits(buf: bytes, pos: int, end: int, width: int, descending: bool, what: str) -> int:
+    """The big-endian ``width``-byte field at ``pos`` as an unsigned int; a descending one's bits flipped back."""
+    _need(buf, pos, width, end, what)
+    raw = (_u32 if width == 4 else _u64)(buf, pos)[0]
+    return ~raw & ((1 << (8 * width)) - 1) if descending else raw
+
+
 def read_key_component(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
     """One primitive key component at ``buf[pos]`` (its type byte) → (Python value, next position)."""
     t = buf[pos]
@@ -135,39 +142,21 @@ def read_key_component(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
         data, pos = _zero_encoded(buf, pos, end, t == 0x61)
         return _text(data), pos
     if t in (0x48, 0x65):  # H Int32, e Int32Desc
-        _need(buf, pos, 4, end, "int32")
-        raw = _u32(buf, pos)[0]
-        if t == 0x65:
-            raw = ~raw & 0xFFFFFFFF
-        return _as_i32(raw ^ 0x80000000), pos + 4
+        return _as_i32(_fixed_bits(buf, pos, end, 4, t == 0x65, "int32") ^ 0x80000000), pos + 4
     if t in (0x49, 0x62, 0x73, 0x63):  # I Int64, b Int64Desc, s Timestamp, c TimestampDesc
-        _need(buf, pos, 8, end, "int64")
-        raw = _u64(buf, pos)[0]
-        if t in (0x62, 0x63):
-            raw = ~raw & 0xFFFFFFFFFFFFFFFF
-        value = _as_i64(raw ^ 0x8000000000000000)
+        value = _as_i64(_fixed_bits(buf, pos, end, 8, t in (0x62, 0x63), "int64") ^ 0x8000000000000000)
         if t in (0x73, 0x63):
             return _timestamp(value, pos - 1), pos + 8
         return value, pos + 8
     if t in (0x4F, 0x67):  # O UInt32, g UInt32Desc
-        _need(buf, pos, 4, end, "uint32")
-        raw = _u32(buf, pos)[0]
-        return (~raw & 0xFFFFFFFF) if t == 0x67 else raw, pos + 4
+        return _fixed_bits(buf, pos, end, 4, t == 0x67, "uint32"), pos + 4
     if t in (0x55, 0x6A):  # U UInt64, j UInt64Desc
-        _need(buf, pos, 8, end, "uint64")
-        raw = _u64(buf, pos)[0]
-        return (~raw & 0xFFFFFFFFFFFFFFFF) if t == 0x6A else raw, pos + 8
+        return _fixed_bits(buf, pos, end, 8, t == 0x6A, "uint64"), pos + 8
     if t in (0x44, 0x4C):  # D Double, L DoubleDesc
-        _need(buf, pos, 8, end, "double")
-        raw = _u64(buf, pos)[0]
-        if t == 0x4C:
-            raw = ~raw & 0xFFFFFFFFFFFFFFFF
+        raw = _fixed_bits(buf, pos, end, 8, t == 0x4C, "double")
         return struct.unpack(">d", _float_key(raw, 64).to_bytes(8, "big"))[0], pos + 8
     if t in (0x43, 0x4D):  # C Float, M FloatDesc
-        _need(buf, pos, 4, end, "float")
-        raw = _u32(buf, pos)[0]
-        if t == 0x4D:
-            raw = ~raw & 0xFFFFFFFF
+        raw = _fixed_bits(buf, pos, end, 4, t == 0x4D, "float")
         return struct.unpack(">f", _float_key(raw, 32).to_bytes(4, "big"))[0], pos + 4
     if t in (0x54, 0x68):  # T True, h TrueDesc
         return True, pos

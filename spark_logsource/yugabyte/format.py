@@ -24,14 +24,15 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow as pa
 
 from spark_logsource.errors import OptionError
-from spark_logsource.filters import Predicate, allowed_values, apply_predicates, value_range
+from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
 from spark_logsource.fs import FileEntry, display_name, list_files
-from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.yugabyte.messages import OP_TYPES
 from spark_logsource.yugabyte.reader import (
@@ -43,6 +44,7 @@ from spark_logsource.yugabyte.reader import (
     tablet_ids_from_path,
     wal_schema,
 )
+from spark_logsource.yugabyte.segment import ENCRYPTED_MAGIC, HEADER_MAGIC
 from spark_logsource.yugabyte.tail import YugabyteWalStream, parse_stream_options
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 INT64_MAX = (1 << 63) - 1
 _SEGMENT_NAME = re.compile(r"^wal-(\d+)$")
 _OP_BY_NAME = {name.lower(): name for name in OP_TYPES.values()}
+_CAT_AND_FOLLOW = frozenset({"cat", "follow"})
 
 
 def canonical_op_type(text: str) -> str:
@@ -103,29 +106,37 @@ def segment_seqno(uri: str) -> int | None:
 class YugabyteWalFormat(LogFormat):
     name = "yugabyte-wal"
     pushable_columns = frozenset({"table_id", "tablet_id", "term", "index", "op_type", "hybrid_time"})
+    # Command line: tablets and Raft indexes to read; text output with details / doc_key / value as JSON.
+    cli_title = "yugabyte-wal (Raft WAL segments)"
+    cli_flags = (
+        CliFlag("--table-id", "tableId", "table id, as in the wals/table-<id> folder (repeatable)", repeatable=True,
+                commands=_CAT_AND_FOLLOW),
+        CliFlag("--tablet-id", "tabletId", "tablet id, as in the tablet-<id> folder (repeatable)", repeatable=True,
+                commands=_CAT_AND_FOLLOW),
+        CliFlag("--op-type", "opTypes", "operation type name or number (repeatable)", repeatable=True,
+                commands=_CAT_AND_FOLLOW),
+        CliFlag("--from-index", "fromIndex", "first Raft index (inclusive)", int, commands=_CAT_AND_FOLLOW),
+        CliFlag("--to-index", "toIndex", "last Raft index (exclusive)", int, commands=_CAT_AND_FOLLOW),
+    )
+    text_options = MappingProxyType({"valueFormat": "json"})
+    json_text_columns = frozenset({"details", "doc_key", "value"})
+
+    @classmethod
+    def sniff(cls, name: str, head: bytes) -> bool:
+        """A ``wal-NNNNNNNNN`` segment name, or a segment's magic (docs/formats/yugabyte-wal.md)."""
+        return _SEGMENT_NAME.match(name) is not None or head.startswith((HEADER_MAGIC, ENCRYPTED_MAGIC))
 
     def _parse_options(self, opts: OptionMap) -> None:
         self.view = opts.choice("view", VIEWS, "operations")
         self.value_format = opts.choice("valueFormat", VALUE_FORMATS, "variant")
         self.include_superseded = opts.boolean("includeSuperseded", False)
-        preds: list[Predicate] = []
-        tables = opts.str_list("tableId")
-        if tables:
-            preds.append(Predicate("table_id", "in", tuple(tables)))
-        tablets = opts.str_list("tabletId")
-        if tablets:
-            preds.append(Predicate("tablet_id", "in", tuple(tablets)))
+        preds = in_filter("table_id", opts.str_list("tableId")) + in_filter("tablet_id", opts.str_list("tabletId"))
         op_types = opts.str_list("opTypes")
-        if op_types:
-            if self.view != "operations":
-                raise OptionError("opTypes", "applies to view=operations only (the writes view holds WRITE_OPs)")
-            preds.append(Predicate("op_type", "in", tuple(canonical_op_type(t) for t in op_types)))
-        from_index = opts.integer("fromIndex", minimum=0, maximum=INT64_MAX)
-        if from_index is not None:
-            preds.append(Predicate("index", ">=", from_index))
-        to_index = opts.integer("toIndex", minimum=0, maximum=INT64_MAX)
-        if to_index is not None:
-            preds.append(Predicate("index", "<", to_index))
+        if op_types and self.view != "operations":
+            raise OptionError("opTypes", "applies to view=operations only (the writes view holds WRITE_OPs)")
+        preds += in_filter("op_type", op_types and [canonical_op_type(t) for t in op_types])
+        preds += range_filter("index", opts.integer("fromIndex", minimum=0, maximum=INT64_MAX),
+                              opts.integer("toIndex", minimum=0, maximum=INT64_MAX))
         self.option_predicates = tuple(preds)
         self.read_options = WalReadOptions(self.view, self.include_superseded, self.common, self.value_format)
         self.stream_options = parse_stream_options(opts)
@@ -202,11 +213,8 @@ class YugabyteWalFormat(LogFormat):
         return low, high
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
-        keep = self.common.corrupt_column_or_none
         index_range = self._index_range(predicates)
         group = split.hint("tablets")
         tablets = group.tablets if group is not None else ()
-        for batch in iter_tablet_batches(tablets, self.read_options, predicates, index_range):
-            batch = apply_predicates(batch, self.option_predicates, keep_rows_with=keep)
-            if len(batch):
-                yield batch
+        yield from filter_batches(iter_tablet_batches(tablets, self.read_options, predicates, index_range),
+                                  self.option_predicates, self.common.corrupt_column_or_none)

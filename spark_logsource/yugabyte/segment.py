@@ -33,6 +33,7 @@ from spark_logsource.errors import (
     TruncatedDataError,
     UnsupportedDataError,
 )
+from spark_logsource.io.window import READ_CHUNK, Window, source_size
 from spark_logsource.yugabyte.messages import decode_footer, decode_header
 
 __all__ = [
@@ -58,7 +59,6 @@ MAGIC_AND_LENGTH = 12
 MAX_HEADER_OR_FOOTER = 8 << 20
 #: Largest entry batch we read (YugabyteDB's batches are bounded by its RPC size, 32 MiB by default).
 MAX_BATCH_BYTES = 256 << 20
-_CHUNK = 1 << 20
 _ZERO_HEADER = bytes(ENTRY_HEADER_SIZE)
 _unpack_3i = struct.Struct("<III").unpack_from
 _unpack_i = struct.Struct("<I").unpack_from
@@ -106,64 +106,18 @@ class BadBatch:
     error: CorruptDataError
 
 
-class _Window:
-    """Random access to a seekable source through one bounded buffer (at most max(1 MiB, one batch))."""
-
-    def __init__(self, source: Any, size: int) -> None:
-        self.source = source
-        self.size = size
-        self.start = 0
-        self.data = b""
-
-    def get(self, pos: int, n: int) -> bytes:
-        """Up to ``n`` bytes at ``pos`` (fewer only at the end of the file)."""
-        n = max(0, min(n, self.size - pos))
-        rel = pos - self.start
-        if rel >= 0 and rel + n <= len(self.data):
-            return self.data[rel:rel + n]
-        self.source.seek(pos)
-        want = min(max(n, _CHUNK), self.size - pos)
-        parts = []
-        got = 0
-        while got < want:
-            chunk = self.source.read(want - got)
-            if not chunk:
-                break
-            parts.append(bytes(chunk))
-            got += len(chunk)
-        self.start = pos
-        self.data = b"".join(parts)
-        if len(self.data) < n:  # the file shrank under us
-            self.size = pos + len(self.data)
-            n = len(self.data)
-        return self.data[:n]
-
-
-def segment_window(source: Any, size: int | None = None) -> _Window:
+def segment_window(source: Any, size: int | None = None) -> Window:
     """A bounded read buffer over ``source``, shared by :func:`open_segment` and :class:`EntryScanner`."""
-    return _Window(source, source_size(source) if size is None else size)
+    return Window(source, source_size(source) if size is None else size)
 
 
-def source_size(source: Any) -> int:
-    """Byte size of a seekable source (pyarrow NativeFile or Python binary file)."""
-    size = getattr(source, "size", None)
-    if callable(size):
-        return int(size())
-    here = source.tell()
-    end = source.seek(0, 2)
-    if end is None:
-        end = source.tell()
-    source.seek(here)
-    return int(end)
-
-
-def open_segment(source: Any, path: str, size: int | None = None, window: _Window | None = None) -> SegmentInfo:
+def open_segment(source: Any, path: str, size: int | None = None, window: Window | None = None) -> SegmentInfo:
     """Read the header and the footer of a segment (CorruptDataError, or EncryptedWalError, when they are bad).
 
     ``window`` (from :func:`segment_window`) lets the entry walk reuse the bytes already read.
     """
     size = source_size(source) if size is None else size
-    window = _Window(source, size) if window is None else window
+    window = Window(source, size) if window is None else window
     head = window.get(0, MAGIC_AND_LENGTH)
     if len(head) < MAGIC_AND_LENGTH:
         if head.count(0) == len(head):
@@ -223,10 +177,10 @@ class EntryScanner:
     """
 
     def __init__(self, source: Any, info: SegmentInfo, *, start: int | None = None, end: int | None = None,
-                 verify_checksums: bool = True, window: _Window | None = None) -> None:
+                 verify_checksums: bool = True, window: Window | None = None) -> None:
         self.info = info
         self.path = info.path
-        self.window = _Window(source, info.size) if window is None else window
+        self.window = Window(source, info.size) if window is None else window
         self.start = info.first_entry_offset if start is None else max(start, info.first_entry_offset)
         # ``end`` (a batch boundary found earlier, for streams) stops the walk before bytes written since
         self.limit = info.read_up_to if end is None else min(end, info.read_up_to)
@@ -242,7 +196,7 @@ class EntryScanner:
     def find_valid_header(self, pos: int) -> int | None:
         """The first position in ``[pos, limit - 12]`` holding 12 bytes whose last 4 are the CRC of the first 8."""
         while pos + ENTRY_HEADER_SIZE <= self.limit:
-            span = min(_CHUNK, self.limit - pos)
+            span = min(READ_CHUNK, self.limit - pos)
             chunk = self.window.get(pos, span + ENTRY_HEADER_SIZE - 1)
             last = min(span, len(chunk) - ENTRY_HEADER_SIZE + 1)
             seen = -1
@@ -351,7 +305,7 @@ def read_index_blocks(source: Any, info: SegmentInfo) -> list[dict[str, Any]]:
 
     if info.footer is None or not info.footer.get("index_start_offset") or info.footer_offset is None:
         return []
-    window = _Window(source, info.size)
+    window = Window(source, info.size)
     pos, end = info.read_up_to, info.footer_offset
     blocks = []
     while pos < end:

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import CorruptDataError, DataLossError, OptionError
-from spark_logsource.filters import apply_predicates
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.filters import filter_batches
 from spark_logsource.fs import FileEntry, display_name, list_files, open_input
 from spark_logsource.options import OptionMap
+from spark_logsource.streaming import dirtail
+from spark_logsource.streaming.dirtail import STREAM_OPTIONS, StreamOptions, Taken, data_loss, one_directory
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
 from spark_logsource.yugabyte.messages import batch_op_ids
 from spark_logsource.yugabyte.position import TabletPosition, offset_of, parse_offset, parse_starting_position
@@ -45,28 +47,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["STREAM_OPTIONS", "StreamOptions", "WalSlice", "YugabyteWalStream", "parse_stream_options"]
 
-STREAM_OPTIONS = ("startingPosition", "failOnDataLoss", "maxRowsPerTrigger", "maxBytesPerTrigger",
-                  "maxFilesPerTrigger")
-
-
-@dataclass(frozen=True, slots=True)
-class StreamOptions:
-    starting: str | dict[str, TabletPosition] = "earliest"
-    fail_on_data_loss: bool = True
-    max_rows: int | None = None
-    max_bytes: int | None = None
-    max_files: int | None = None
-
-
-def parse_stream_options(opts: OptionMap) -> StreamOptions:
-    max_bytes = opts.raw("maxBytesPerTrigger")
-    return StreamOptions(
-        starting=parse_starting_position(opts.string("startingPosition")),
-        fail_on_data_loss=opts.boolean("failOnDataLoss", True),
-        max_rows=opts.integer("maxRowsPerTrigger", minimum=1),
-        max_bytes=None if max_bytes is None else opts.size("maxBytesPerTrigger", 1),
-        max_files=opts.integer("maxFilesPerTrigger", minimum=1),
-    )
+def parse_stream_options(opts: OptionMap) -> StreamOptions[str | dict[str, TabletPosition]]:
+    """``startingPosition`` (earliest | latest | an offset's JSON text), ``failOnDataLoss``, ``max*PerTrigger``."""
+    return dirtail.parse_stream_options(opts, parse_starting_position)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,24 +65,6 @@ class WalSlice:
         return f"WalSlice({self.key!r}, {[(posixpath.basename(display_name(u)), a, b) for u, _, a, b in self.parts]})"
 
 
-@dataclass
-class _Taken:
-    budget: ReadBudget
-    rows: int = 0
-    bytes: int = 0
-    files: int = 0
-
-    def allows(self, rows: int, nbytes: int, new_file: bool) -> bool:
-        if self.rows == 0 and self.bytes == 0:
-            return True  # a range takes at least one batch
-        b = self.budget
-        if b.max_rows is not None and self.rows + rows > b.max_rows:
-            return False
-        if b.max_bytes is not None and self.bytes + nbytes > b.max_bytes:
-            return False
-        return not (b.max_files is not None and new_file and self.files + 1 > b.max_files)
-
-
 @dataclass(frozen=True, slots=True)
 class _Segment:
     seqno: int
@@ -113,10 +78,8 @@ class YugabyteWalStream(LogStream):
 
     def __init__(self, fmt: YugabyteWalFormat) -> None:
         super().__init__(fmt)
-        if len(fmt.paths) != 1:
-            raise OptionError("path", f"streaming reads one WAL directory, got {len(fmt.paths)} paths")
-        self.directory = display_name(fmt.paths[0]).rstrip("/")
-        self.options: StreamOptions = fmt.stream_options
+        self.directory = display_name(one_directory(fmt.paths, "WAL directory")).rstrip("/")
+        self.options: StreamOptions[str | dict[str, TabletPosition]] = fmt.stream_options
 
     # --- listing ------------------------------------------------------------------------------------------------
     def _tablets(self) -> dict[str, list[_Segment]]:
@@ -148,8 +111,7 @@ class YugabyteWalStream(LogStream):
         return self.latest_offset(offset_of(start), ReadBudget())
 
     def default_budget(self) -> ReadBudget:
-        o = self.options
-        return ReadBudget(max_rows=o.max_rows, max_bytes=o.max_bytes, max_files=o.max_files)
+        return self.options.budget()
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
         pa_, pb_ = parse_offset(a), parse_offset(b)
@@ -167,7 +129,7 @@ class YugabyteWalStream(LogStream):
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         positions = parse_offset(start)
         tablets = self._tablets()
-        taken = _Taken(budget)
+        taken = Taken(budget)
         out = dict(positions)
         for key in sorted(tablets):
             segs = tablets[key]
@@ -186,18 +148,16 @@ class YugabyteWalStream(LogStream):
         first = seqnos[0]
         if first > cur.seg:
             missing = f"tablet {key}: segments from wal-{cur.seg:09d} byte {cur.pos} up to wal-{first:09d}"
-            if self.options.fail_on_data_loss:
-                raise DataLossError(self.directory, missing)
-            log.warning("%s: data loss: %s; continuing from the oldest segment (failOnDataLoss=false)",
-                        self.directory, missing)
+            data_loss(self.directory, missing, fail=self.options.fail_on_data_loss,
+                      then="continuing from the oldest segment")
             return TabletPosition(first, 0, cur.index)
         later = [s for s in seqnos if s > cur.seg]
         return TabletPosition(later[0], 0, cur.index) if later else cur
 
-    def _walk(self, segs: list[_Segment], cur: TabletPosition, taken: _Taken) -> TabletPosition:
+    def _walk(self, segs: list[_Segment], cur: TabletPosition, taken: Taken) -> TabletPosition:
         """Walk batches from ``cur`` while the budget allows; the boundary reached."""
         by_seq = {s.seqno: s for s in segs}
-        counted = False
+        taken.current_file_counted = False
         while cur.seg in by_seq:
             seg = by_seq[cur.seg]
             info = self._info(seg)
@@ -213,13 +173,9 @@ class YugabyteWalStream(LogStream):
                     if not isinstance(item, RawBatch):
                         continue  # a bad region between good batches: inside the range, the parse mode applies
                     ops = batch_op_ids(item.body)
-                    if not taken.allows(len(ops), item.size, new_file=not counted):
+                    if not taken.allows(len(ops), item.size, new_file=not taken.current_file_counted):
                         return cur
-                    if not counted:
-                        taken.files += 1
-                        counted = True
-                    taken.rows += len(ops)
-                    taken.bytes += item.size
+                    taken.add(len(ops), item.size)
                     cur = TabletPosition(cur.seg, item.offset + item.size, ops[-1][1] if ops else cur.index)
             later = [s.seqno for s in segs if s.seqno > cur.seg]
             nxt = by_seq[later[0]] if later else None
@@ -231,11 +187,10 @@ class YugabyteWalStream(LogStream):
                 cur = TabletPosition(cur.seg, info.read_up_to, cur.index)  # past a bad tail of a closed segment
             if nxt is None or nxt_info is None or nxt_info.kind == "uninitialized":
                 return cur
-            if taken.budget.max_files is not None and taken.files + 1 > taken.budget.max_files and \
-                    (taken.rows or taken.bytes):
+            if taken.budget.max_files is not None and taken.files + 1 > taken.budget.max_files and not taken.empty:
                 return cur
             cur = TabletPosition(nxt.seqno, 0, cur.index)
-            counted = False
+            taken.current_file_counted = False
         return cur
 
     def _info(self, seg: _Segment) -> SegmentInfo | None:
@@ -271,9 +226,8 @@ class YugabyteWalStream(LogStream):
                 parts.append((seg.entry.uri, seg.entry.size, a, b))
             if lo.seg not in {seg.seqno for seg in segs}:
                 missing = f"tablet {key}: wal-{lo.seg:09d} from byte {lo.pos} (deleted before it was read)"
-                if self.options.fail_on_data_loss:
-                    raise DataLossError(self.directory, missing)
-                log.warning("%s: data loss: %s (failOnDataLoss=false)", self.directory, missing)
+                data_loss(self.directory, missing, fail=self.options.fail_on_data_loss,
+                          then="reading what is still there")
             if parts:
                 table_id, tablet_id = tablet_ids_from_path(parts[0][0])
                 slices.append(WalSlice(key, table_id, tablet_id, tuple(parts)))
@@ -284,17 +238,12 @@ class YugabyteWalStream(LogStream):
         tablet = TabletRef(slice_.table_id, slice_.tablet_id,
                            tuple((u, size) for u, size, _, _ in slice_.parts),
                            tuple((a, b) for _, _, a, b in slice_.parts))
-        keep = self.fmt.common.corrupt_column_or_none
         try:
-            for batch in iter_tablet_batches(tablet, self.fmt.read_options):
-                batch = apply_predicates(batch, self.fmt.option_predicates, keep_rows_with=keep)
-                if len(batch):
-                    yield batch
+            yield from filter_batches(iter_tablet_batches(tablet, self.fmt.read_options),
+                                      self.fmt.option_predicates, self.fmt.common.corrupt_column_or_none)
         except FileNotFoundError:
             missing = f"tablet {slice_.key}: a segment was deleted before this range was read"
-            if self.options.fail_on_data_loss:
-                raise DataLossError(self.directory, missing) from None
-            log.warning("%s: data loss: %s (failOnDataLoss=false)", self.directory, missing)
+            data_loss(self.directory, missing, fail=self.options.fail_on_data_loss, then="skipping the rest of it")
 
     def __getstate__(self) -> dict[str, Any]:
         return {"fmt": self.fmt, "directory": self.directory, "options": self.options}

@@ -81,6 +81,53 @@ def test_one_shot_streams_read_all_and_ack_exactly_what_the_server_waited_for(na
     assert [encode_ack(op, opaque) for op, opaque in acks] == rec.client_packets(0)
 
 
+@pytest.mark.parametrize("buffer_size", [256, 4096])
+@pytest.mark.parametrize("name", ["engine-pu-binary_keys_300", "engine-pu-value_1mb",
+                                  "couchbase-1.8.1-dump_support_ack"])
+def test_small_receive_buffers_give_the_same_rows_and_acks(name: str, buffer_size: int) -> None:
+    """Packets that straddle the reused receive buffers, and packets larger than them (which go through the
+    connection's own growing buffer), read like the capture; each chunk is decoded before the next is asked for."""
+    rec = load_recording(name)
+    spec = spec_from_recording(rec.header["tap_connect"][0])
+    batch_spec = BatchSpec("tap://replay", SCHEMA, 1000, ParseMode.FAILFAST)
+    with ReplayServer(rec) as server:
+        rows = []
+        with TapConnection(parse_tap_uri(server.uri), spec, read_timeout=10) as conn:
+            for chunk in dump_chunks(conn, buffer_size=buffer_size):
+                for batch in packet_batches(batch_spec, chunk.data, chunk.starts, None, lambda p, e: e.at("x", p)):
+                    rows += batch.drop_columns(["source", "offset"]).to_pylist()
+        server.wait_finished(1)
+        assert_acked_exactly_as_recorded(server, rec)
+    assert rows == capture_rows(b"".join(rec.packets(0, "s2c")))
+
+
+def test_a_caller_away_does_not_hold_back_the_acks() -> None:
+    """While the caller works on a chunk, a keeper thread reads on and answers every ACK the server waits for."""
+    rec = load_recording("couchbase-1.8.1-dump_support_ack")
+    spec = spec_from_recording(rec.header["tap_connect"][0])
+    batch_spec = BatchSpec("tap://replay", SCHEMA, 1000, ParseMode.FAILFAST)
+    with ReplayServer(rec) as server:
+        rows = []
+        with TapConnection(parse_tap_uri(server.uri), spec, read_timeout=10) as conn:
+            chunks = dump_chunks(conn)
+            first = next(chunks)
+            acked_before = len(conn.acks_sent)
+            deadline = time.monotonic() + 5
+            while len(conn.acks_sent) < len(rec.client_packets(0)) and time.monotonic() < deadline:
+                time.sleep(0.05)  # the caller is away: nothing asks dump_chunks for a chunk
+            acked_while_away = list(conn.acks_sent)
+            chunk = first
+            while chunk is not None:  # each chunk decoded before the next is asked for (its buffer is reused)
+                for batch in packet_batches(batch_spec, chunk.data, chunk.starts, None, lambda p, e: e.at("x", p)):
+                    rows += batch.drop_columns(["source", "offset"]).to_pylist()
+                chunk = next(chunks, None)
+        server.wait_finished(1)
+        assert_acked_exactly_as_recorded(server, rec)
+    assert acked_before < len(rec.client_packets(0))  # the server waited for ACKs after the first chunk
+    assert [encode_ack(op, opaque) for op, opaque in acked_while_away] == rec.client_packets(0)
+    assert rows == capture_rows(b"".join(rec.packets(0, "s2c")))
+
+
 DUMP_READS = {  # recordings of a DUMP or a TAKEOVER → the reader options that ask for the same
     "engine-pu-dump": {"ack": False},
     "engine-pu-flags_deadbeef": {"ack": False},

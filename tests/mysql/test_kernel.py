@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from spark_logsource.arrowcols import variant_array
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.mysql import rows_encode
+from spark_logsource.mysql.batches import Chunk, join_cells
 from spark_logsource.mysql.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.payload import decode_payload_header, iter_payload_events, uncompress_payload
 from spark_logsource.mysql.rows import parse_rows_head
@@ -221,23 +224,55 @@ def test_server_values_decode_as_expected(server_binlogs):
     """A few kernel values read back (so the agreement above is about the right things)."""
     cases = [c for path in server_binlogs["extra_full"] for c in rows_cases(path)]
     first = cases[0].run(encode_rows_event_c)
-    values, metadatas = first.after
-    row = decode_variant(values[0], metadatas[0])
+    row = decode_variant(first.after.images()[0], first.after.metadatas()[0])
     assert row["l1"] == "café € ‰ Š" and row["cy"] == "привет" and row["gb"] == "中文" and row["u16"] == "ñ𝄞"
     assert row["ключ"] == 1 and row["e"] == "β" and row["s"] == "a,c,i" and row["bt"] == 0b10101010101010101
     assert str(row["d1"]) == "1.000000000000000000E-7" and row["tb"] == b"\x00\xff\x80"
-    as_json = cases[0].run(encode_rows_event_c, row_format="json").after[0]
+    as_json = cases[0].run(encode_rows_event_c, row_format="json").after.images()[0].decode("utf-8")
     assert json.loads(as_json)["d2"] == -12345678901234567890123456789012345678901234567890123456789012345
     assert '"d1":1.000000000000000000E-7' in as_json
     second = cases[1].run(encode_rows_event_c)
-    row2 = decode_variant(second.after[0][0], second.after[1][0])
+    row2 = decode_variant(second.after.images()[0], second.after.metadatas()[0])
     assert row2["l1"] == b"\x80\x81"  # 0x81 is not in Python's cp1252: bytes, as values.py does
     wide = next(c for c in cases if len(c.table_maps[int.from_bytes(c.body[:6], "little")].columns) == WIDE_COLUMNS)
     wide_rows = wide.run(encode_rows_event_c)
-    header = wide_rows.after[0][0][0]
+    header = wide_rows.after.images()[0][0]
     assert header & 3 == 2 and (header >> 2) & 0x10 and ((header >> 4) & 3) + 1 == 2  # large object, 2-byte ids
-    wide_row = decode_variant(wide_rows.after[0][0], wide_rows.after[1][0])
+    wide_row = decode_variant(wide_rows.after.images()[0], wide_rows.after.metadatas()[0])
     assert len(wide_row) == WIDE_COLUMNS and wide_row["c299"] == 299 * 1000 - 7
+
+
+@pytest.mark.parametrize("row_format", FORMATS)
+def test_image_columns_join_into_the_arrow_column_of_their_cells(fixtures_dir, row_format):
+    """The Arrow parts both implementations hand over (ImageColumn) become, joined by the batch builder, the same
+    array as the cells one by one through pyarrow: absent images null, offsets rebased, a slice of a chunk too."""
+    cases = [c for entry in MANIFEST for c in rows_cases(fixtures_dir / "mysql-binlog" / entry["path"])]
+    assert cases
+    for impl in (encode_rows_event_c, encode_rows_event_py):
+        parts = []
+        cells: list = []
+        for case in cases:
+            rows = case.run(impl, row_format=row_format)
+            for side in (rows.before, rows.after):
+                parts.append((rows.n, side))
+                if side is None:
+                    cells += [None] * rows.n
+                else:
+                    images = side.images()
+                    assert len(images) == rows.n and sum(map(len, images)) == len(side.data)
+                    cells += ([i.decode("utf-8") for i in images] if row_format == "json"
+                              else list(zip(images, side.metadatas(), strict=True)))
+        joined = join_cells(parts, row_format == "json")
+        if row_format == "json":
+            assert joined.equals(pa.array(cells, pa.string()))
+        else:
+            expected = variant_array([None if c is None else c[0] for c in cells],
+                                     [b"" if c is None else c[1] for c in cells])
+            assert joined.equals(expected)
+        n, side = max(((n, side) for n, side in parts if side is not None), key=lambda p: p[0])
+        assert n >= 2
+        sliced = Chunk([], n, {0: side}, row_format == "json").rows(1, n).encoded[0]
+        assert sliced.images() == side.images()[1:] and sliced.metadatas() == side.metadatas()[1:]
 
 
 # ---- bad input made from real events ------------------------------------------------------------------------------

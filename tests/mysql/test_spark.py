@@ -25,19 +25,16 @@ from tests.support.mysql_workload import (
     _at,
     oracle_listing,
 )
+from tests.support.spark import filter_pushdown
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
 @pytest.fixture
 def pushdown(spark: Any, request: pytest.FixtureRequest) -> Iterator[bool]:
     """Run the test with Python data source filter pushdown off (the session default) or on."""
-    enabled: bool = request.param
-    spark.conf.set(PUSHDOWN_CONF, "true" if enabled else "false")
-    try:
+    with filter_pushdown(spark, request.param) as enabled:
         yield enabled
-    finally:
-        spark.conf.set(PUSHDOWN_CONF, "false")
 
 
 def assert_same_rows(actual: Any, expected: Any) -> None:
@@ -150,14 +147,11 @@ def test_filters_on_events_view_with_pushdown(spark: Any, workload: Workload) ->
     """view=events filtered on event_type and pos, pushdown on: the positions mariadb-binlog prints."""
     start = _middle_rows_pos(workload)
     expected = sorted(p for p in workload.listing.rows_event_positions if p >= start)
-    spark.conf.set(PUSHDOWN_CONF, "true")
-    try:
+    with filter_pushdown(spark, True):
         actual = (_load(spark, workload.path, view="events")
                   .where(f"event_type IN ('WRITE_ROWS_V1', 'UPDATE_ROWS_V1', 'DELETE_ROWS_V1') AND pos >= {start}")
                   .select("pos"))
         assert_same_rows(actual, spark.createDataFrame([(p,) for p in expected], "pos long"))
-    finally:
-        spark.conf.set(PUSHDOWN_CONF, "false")
 
 
 # -- options = mariadb-binlog's filters ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 
 import spark_logsource
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
+from tests.support.streaming import run_available_now
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
@@ -38,13 +39,7 @@ def _sink(out: Path, crash_at: int | None):
 
 
 def _run(spark: Any, reader: Any, checkpoint: Path, sink: Any) -> None:
-    query = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    try:
-        query.awaitTermination(300)
-    finally:
-        if query.isActive:
-            query.stop()
+    run_available_now(reader.load(), checkpoint, sink, timeout=300)
 
 
 def _wait_for_files(server: Any, more: int, timeout: float = 60.0) -> None:

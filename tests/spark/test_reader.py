@@ -6,36 +6,19 @@ import pkgutil
 import subprocess
 import sys
 import textwrap
-from contextlib import contextmanager
 
 import pytest
 
 import spark_logsource
 from spark_logsource.readers.base import LogReader, PushdownLogReader
+from tests.support.spark import filter_pushdown as pushdown
+from tests.support.spark import spark_conf
 
 FIXTURES = "tarantool/test"
 
 
-@contextmanager
-def pushdown(spark, enabled: bool):
-    key = "spark.sql.python.filterPushdown.enabled"
-    old = spark.conf.get(key)
-    spark.conf.set(key, "true" if enabled else "false")
-    try:
-        yield
-    finally:
-        spark.conf.set(key, old)
-
-
-@contextmanager
 def session_time_zone(spark, zone: str):
-    key = "spark.sql.session.timeZone"
-    old = spark.conf.get(key)
-    spark.conf.set(key, zone)
-    try:
-        yield
-    finally:
-        spark.conf.set(key, old)
+    return spark_conf(spark, "spark.sql.session.timeZone", zone)
 
 
 def test_spark_finds_our_modules_like_its_auto_registration_does() -> None:

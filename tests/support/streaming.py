@@ -1,8 +1,10 @@
-"""Helpers of the streaming tests: the rows that identify a streamed row, and the batch reader's oracle."""
+"""Helpers of the streaming tests: the rows that identify a streamed row, the batch reader's oracle, and an
+``availableNow`` query run to its end."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import spark_logsource
 
@@ -14,3 +16,39 @@ def batch_reader_rows(files: list[Path]) -> list[tuple]:
     """The batch reader's rows of ``files`` (checked against Tarantool's xlog.pairs elsewhere), sorted."""
     table = spark_logsource.read("tarantool-xlog", [str(p) for p in files], tupleFormat="json")
     return sorted(tuple(r.values()) for r in table.select(list(KEY_COLUMNS)).to_pylist())
+
+
+def run_available_now(df: Any, checkpoint: Path, sink: Any, timeout: float) -> None:
+    """Run the streaming DataFrame ``df`` into the foreachBatch ``sink`` with ``trigger(availableNow=True)`` on
+    ``checkpoint`` until it ends (or ``timeout`` seconds); the query is stopped whatever happens."""
+    query = (df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    try:
+        query.awaitTermination(timeout)
+    finally:
+        if query.isActive:
+            query.stop()
+
+
+class BatchSink:
+    """A ``foreachBatch`` sink keyed by batch id, as an idempotent sink is (a re-run batch replaces its first
+    attempt), remembering every attempt in order; it raises once, in batch ``fail_in``, after recording it (the
+    batch ran, the sink failed before Spark could commit it)."""
+
+    def __init__(self, columns: tuple[str, ...], fail_in: int | None = None) -> None:
+        self.columns = columns
+        self.batches: dict[int, list[tuple]] = {}
+        self.attempts: dict[int, list[list[tuple]]] = {}
+        self.fail_in = fail_in
+
+    def __call__(self, df, batch_id: int) -> None:
+        rows = [tuple(r) for r in df.select(*self.columns).collect()]
+        self.batches[batch_id] = rows
+        self.attempts.setdefault(batch_id, []).append(rows)
+        if batch_id == self.fail_in:
+            self.fail_in = None
+            raise RuntimeError(f"sink failure in batch {batch_id}")
+
+    def rows(self) -> list[tuple]:
+        """Every committed row, batch after batch, each batch in the order Spark gave it."""
+        return [r for b in sorted(self.batches) for r in self.batches[b]]

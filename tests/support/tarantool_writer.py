@@ -61,15 +61,27 @@ class Writer:
 
 
 def start_writer(directory: Path, *, total: int = 200, period: float = 0.01, snapshot_every: int = 0,
-                 wait: bool = False, cfg: Mapping[str, Any] | None = None) -> Writer:
+                 wait: bool = False, cfg: Mapping[str, Any] | None = None, snapshot_gate: Path | None = None
+                 ) -> Writer:
     """Start the writer in ``directory``; with ``wait`` it exits after its last transaction, otherwise it
-    waits for :meth:`Writer.finish`. ``cfg`` adds ``box.cfg{}`` options (``wal_max_size``, ``checkpoint_count``)."""
+    waits for :meth:`Writer.finish`. ``cfg`` adds ``box.cfg{}`` options (``wal_max_size``, ``checkpoint_count``).
+    With ``snapshot_gate`` (a directory) the k-th snapshot waits for the file ``go-k`` there, after the writer
+    created ``waiting-k``."""
     directory.mkdir(parents=True, exist_ok=True)
     stop_file = directory / "writer.stop"
     boot = directory / "boot.lua"
     boot.write_text(boot_script(directory, WRITER_SCRIPT, {"wal_max_size": 32 << 10, **(cfg or {})}))
     env = {**os.environ, "WRITER_TOTAL": str(total), "WRITER_PERIOD": str(period),
-           "WRITER_SNAPSHOT_EVERY": str(snapshot_every), "WRITER_STOP_FILE": "" if wait else str(stop_file)}
+           "WRITER_SNAPSHOT_EVERY": str(snapshot_every), "WRITER_STOP_FILE": "" if wait else str(stop_file),
+           "WRITER_SNAPSHOT_GATE": "" if snapshot_gate is None else str(snapshot_gate)}
     proc = subprocess.Popen([tarantool_binary(), str(boot)], cwd=directory, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return Writer(directory, proc, stop_file)
+
+
+def finished_wal(directory: Path, *, total: int, snapshot_every: int) -> Path:
+    """A WAL directory whose writer has exited: several closed xlogs (rotations and snapshots)."""
+    writer = start_writer(directory, total=total, period=0, snapshot_every=snapshot_every, wait=True)
+    writer.finish()
+    assert len(writer.xlogs()) >= 3
+    return writer.directory

@@ -19,13 +19,13 @@ from chispa import assert_df_equality
 
 from tests.support.oracle.tarantool_xlog import dump_file, expected_row
 from tests.support.servers.tarantool import WorkloadResult
+from tests.support.spark import filter_pushdown
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
 KEY_COLUMNS = ("lsn", "replica_id", "tsn", "is_commit", "timestamp", "type", "group_id", "space_id", "index_id")
 KEY_SCHEMA = ("lsn long, replica_id int, tsn long, is_commit boolean, timestamp timestamp, type string, "
               "group_id int, space_id int, index_id int")
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
@@ -57,12 +57,8 @@ def key_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
 @pytest.fixture
 def pushdown(spark: Any, request: pytest.FixtureRequest) -> Iterator[bool]:
     """Run the test with Python data source filter pushdown on or off, restoring the session's value after."""
-    before = spark.conf.get(PUSHDOWN_CONF, "false")
-    spark.conf.set(PUSHDOWN_CONF, "true" if request.param else "false")
-    try:
-        yield request.param
-    finally:
-        spark.conf.set(PUSHDOWN_CONF, before)
+    with filter_pushdown(spark, request.param) as enabled:
+        yield enabled
 
 
 def test_whole_directory_equals_xlog_pairs(spark: Any, tarantool_workloads: dict[str, WorkloadResult]) -> None:

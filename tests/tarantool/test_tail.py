@@ -21,7 +21,7 @@ from spark_logsource.streaming.stream import ReadBudget, offset_json
 from spark_logsource.tarantool import tail as tail_module
 from spark_logsource.tarantool.blocks import EOF_MAGIC, FIXHEADER_SIZE, parse_fixheader
 from spark_logsource.tarantool.meta import parse_meta
-from tests.support.tarantool_writer import start_writer
+from tests.support.tarantool_writer import finished_wal, start_writer
 
 KEY_COLUMNS = ["file", "offset", "lsn", "replica_id", "tsn", "is_commit", "type", "space_id", "tuple", "ops"]
 
@@ -57,11 +57,7 @@ def block_offsets(path: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
     """A directory written by a writer that has exited: several closed xlogs (rotation and snapshots)."""
-    writer = start_writer(tmp_path_factory.mktemp("tail") / "wal", total=120, period=0, snapshot_every=40,
-                          wait=True)
-    writer.finish()
-    assert len(writer.xlogs()) >= 3
-    return writer.directory
+    return finished_wal(tmp_path_factory.mktemp("tail") / "wal", total=120, snapshot_every=40)
 
 
 def copy_xlogs(src: Path, dst: Path) -> list[Path]:

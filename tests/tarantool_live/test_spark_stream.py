@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.servers.tarantool_live import LiveTarantool
+from tests.support.streaming import run_available_now
 from tests.support.tarantool_live import directory_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
@@ -24,13 +25,7 @@ def _spark_options(server: LiveTarantool, **extra: Any) -> dict[str, str]:
 
 def _run(spark: Any, server: LiveTarantool, checkpoint: Path, sink: Any, **options: Any) -> None:
     df = spark.readStream.format("tarantool-replication").options(**_spark_options(server, **options)).load()
-    query = (df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    try:
-        query.awaitTermination(180)
-    finally:
-        if query.isActive:
-            query.stop()
+    run_available_now(df, checkpoint, sink, timeout=180)
 
 
 def _row_key(row: dict) -> tuple:

@@ -9,11 +9,11 @@ import pytest
 from chispa import assert_df_equality
 
 from spark_logsource.readers.yugabyte_wal import YugabyteWalDataSource
+from tests.support.spark import filter_pushdown
 from tests.yugabyte.conftest import Expected
 
 pytestmark = pytest.mark.spark
 
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 #: The tablet whose segment has a bad CRC in the middle (YugabyteDB reports corruption there).
 DAMAGED_TABLET = "fdae9d6b7d4d7d370c082f8c452f28aa"
 OP_SCHEMA = "table_id string, tablet_id string, term long, index long, hybrid_time long, op_type string, " \
@@ -29,12 +29,8 @@ def yb_spark(spark: Any) -> Any:
 
 @pytest.fixture
 def pushdown(yb_spark: Any, request: pytest.FixtureRequest) -> Iterator[bool]:
-    before = yb_spark.conf.get(PUSHDOWN_CONF, "false")
-    yb_spark.conf.set(PUSHDOWN_CONF, "true" if request.param else "false")
-    try:
-        yield request.param
-    finally:
-        yb_spark.conf.set(PUSHDOWN_CONF, before)
+    with filter_pushdown(yb_spark, request.param) as enabled:
+        yield enabled
 
 
 def expected_ops(segments: list[Expected]) -> list[tuple[Any, ...]]:

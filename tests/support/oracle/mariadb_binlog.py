@@ -67,6 +67,23 @@ def run_oracle(path: Path) -> dict[tuple[int, int], OracleRow]:
     """
     out = subprocess.run(["mariadb-binlog", "-vv", "--base64-output=decode-rows", str(path)],
                          capture_output=True, check=True, timeout=600).stdout
+    return parse_oracle(out)
+
+
+def run_remote_oracle(host: str, port: int, user: str, password: str, file: str, start: int | None = None
+                      ) -> dict[tuple[int, int], OracleRow]:
+    """The same as :func:`run_oracle` for one binlog ``file`` of a running server, read by mariadb-binlog itself
+    over the replication protocol (``--read-from-remote-server``: its own COM_BINLOG_DUMP), from ``start``."""
+    args = ["mariadb-binlog", "-vv", "--base64-output=decode-rows", "--read-from-remote-server",
+            f"--host={host}", f"--port={port}", "--protocol=tcp", f"--user={user}", f"--password={password}"]
+    if start is not None:
+        args.append(f"--start-position={start}")
+    out = subprocess.run([*args, file], capture_output=True, check=True, timeout=600).stdout
+    return parse_oracle(out)
+
+
+def parse_oracle(out: bytes) -> dict[tuple[int, int], OracleRow]:
+    """Rows of one mariadb-binlog ``-vv`` listing, keyed as :func:`run_oracle` says."""
     positions: list[int] = []
     headers = 0
     rows: dict[tuple[int, int], OracleRow] = {}
@@ -269,8 +286,12 @@ def compare_file(path: Path) -> tuple[int, int]:
 
     Returns (rows compared, values compared); raises AssertionError listing the first mismatches.
     """
-    oracle = run_oracle(path)
-    ours = walk_rows_events(path)
+    return compare_rows(run_oracle(path), walk_rows_events(path), str(path))
+
+
+def compare_rows(oracle: dict[tuple[int, int], OracleRow], ours: list[DecodedRows], where: str) -> tuple[int, int]:
+    """Our decoded rows events of one binlog (``ours``, in order) against mariadb-binlog's rows of the same
+    range (``oracle``), value for value; ``where`` names the binlog in the failure message."""
     mismatches: list[str] = []
     seen: set[tuple[int, int]] = set()
     values = 0
@@ -312,7 +333,7 @@ def compare_file(path: Path) -> tuple[int, int]:
     missing = set(oracle) - seen
     if missing:
         mismatches.append(f"rows printed by mariadb-binlog that we did not decode: {sorted(missing)[:10]}")
-    assert not mismatches, f"{path}: {len(mismatches)} mismatches:\n" + "\n".join(mismatches[:30])
+    assert not mismatches, f"{where}: {len(mismatches)} mismatches:\n" + "\n".join(mismatches[:30])
     return len(seen), values
 
 

@@ -2,7 +2,9 @@
 -- Parameters come from the environment (see tests/support/tarantool_writer.py):
 --   WRITER_TOTAL transactions, one every WRITER_PERIOD seconds; box.snapshot() every WRITER_SNAPSHOT_EVERY
 --   transactions (0: never); then waits for WRITER_STOP_FILE (if set) before returning (the boot script exits,
---   which closes the active xlog with its EOF marker).
+--   which closes the active xlog with its EOF marker). With WRITER_SNAPSHOT_GATE (a directory), before its k-th
+--   snapshot the writer creates waiting-k there and holds until go-k exists: a test lets the snapshot, and the
+--   collection of old xlogs it triggers, happen once its reader is done with them.
 -- Every DML type appears, in single-statement and multi-statement transactions, plus rows of a local space
 -- (counted in vclock component 0).
 local fio = require('fio')
@@ -12,6 +14,7 @@ local total = tonumber(os.getenv('WRITER_TOTAL') or '200')
 local period = tonumber(os.getenv('WRITER_PERIOD') or '0.01')
 local snap_every = tonumber(os.getenv('WRITER_SNAPSHOT_EVERY') or '0')
 local stop_file = os.getenv('WRITER_STOP_FILE')
+local gate = os.getenv('WRITER_SNAPSHOT_GATE')
 
 local s = box.schema.space.create('stream_s', {if_not_exists = true})
 s:create_index('pk', {if_not_exists = true})
@@ -43,6 +46,14 @@ for i = 1, total do
         box.commit()
     end
     if snap_every > 0 and i % snap_every == 0 then
+        if gate ~= nil and gate ~= '' then
+            local k = math.floor(i / snap_every)
+            local f = fio.open(gate .. '/waiting-' .. k, {'O_CREAT', 'O_WRONLY'}, tonumber('644', 8))
+            f:close()
+            while not fio.path.exists(gate .. '/go-' .. k) do
+                fiber.sleep(0.02)
+            end
+        end
         box.snapshot()
     end
     if period > 0 then

@@ -1,0 +1,111 @@
+"""Text renderings of rows: JSON lines, YAML documents, and a tab-separated table.
+
+Columns a format fills with JSON text (its ``json_text_columns``, under its ``text_options``) are written as
+nested JSON, exactly as the reader made them; variant columns (when an ``--option`` asks for them) are decoded;
+other values as JSON data (timestamps as ISO 8601 text, bytes as base64, decimals as strings).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any
+
+import pyarrow as pa
+
+from spark_logsource.arrowcols import variant_type
+from spark_logsource.jsontext import datetime_text
+from spark_logsource.logformat import LogFormat
+from spark_logsource.variant import decode_variant
+
+#: Renderings of Arrow batches (``cat --format``, ``follow --output``).
+BATCH_FORMATS = ("json", "yaml")
+
+
+def json_columns(cls: type[LogFormat], schema: pa.Schema) -> frozenset[str]:
+    """The columns of ``schema`` holding JSON text: the format's ``json_text_columns`` that are strings here (an
+    ``--option`` may have asked for another encoding)."""
+    return frozenset(f.name for f in schema if f.name in cls.json_text_columns and pa.types.is_string(f.type))
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON / YAML data, rendered as the JSON-text columns render theirs (nested values too)."""
+    if isinstance(value, dt.datetime):
+        return datetime_text(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def variant_columns(schema: pa.Schema) -> frozenset[str]:
+    """Columns holding Spark variants (when a user's option asked for them instead of JSON text)."""
+    return frozenset(f.name for f in schema if f.type == variant_type())
+
+
+def _rows(batch: pa.RecordBatch) -> Iterator[dict[str, Any]]:
+    """The rows of ``batch``, its variant columns decoded to Python values."""
+    variants = variant_columns(batch.schema)
+    for row in batch.to_pylist():
+        for name in variants:
+            cell = row[name]
+            if cell is not None:
+                row[name] = decode_variant(cell["value"], cell["metadata"])
+        yield row
+
+
+def json_line(row: dict[str, Any], json_cols: frozenset[str]) -> str:
+    """One JSON object; the JSON-text columns are written as the reader made them (never re-encoded)."""
+    parts = []
+    for key, value in row.items():
+        text = value if key in json_cols and value is not None else json.dumps(plain(value), ensure_ascii=False)
+        parts.append(f"{json.dumps(key)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
+def iter_records(batches: Iterable[pa.RecordBatch], json_cols: frozenset[str]) -> Iterator[dict[str, Any]]:
+    """Rows as plain dicts; the JSON-text columns are parsed so they nest in the output (YAML)."""
+    for batch in batches:
+        for row in _rows(batch):
+            yield {k: (json.loads(v) if k in json_cols and v is not None else plain(v)) for k, v in row.items()}
+
+
+def write_batch(out: IO[str], batch: pa.RecordBatch, fmt: str, json_cols: frozenset[str]) -> None:
+    """``batch`` as JSON lines (``json``) or YAML documents (``yaml``)."""
+    if fmt == "yaml":
+        import yaml
+
+        for record in iter_records((batch,), json_cols):
+            out.write(yaml.safe_dump(record, explicit_start=True, sort_keys=False, allow_unicode=True))
+    elif fmt == "json":
+        for row in _rows(batch):
+            out.write(json_line(row, json_cols))
+            out.write("\n")
+    else:
+        raise ValueError(f"unknown output format {fmt!r}; expected one of {BATCH_FORMATS}")
+
+
+def table_cell(value: Any) -> str:
+    """One cell of the tab-separated table: NULL, nested values as JSON, the rest as text."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def write_table(out: IO[str], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A header line of column names, then one tab-separated line per row."""
+    out.write("\t".join(columns) + "\n")
+    for row in rows:
+        out.write("\t".join(table_cell(v) for v in row) + "\n")
