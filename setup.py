@@ -36,6 +36,7 @@ kernels = [
     Extension(
         "spark_logsource.memcached._kernel",
         sources=["spark_logsource/memcached/_kernel.c"],
+        depends=_headers("_native", "memcached"),
         extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         optional=True,
     ),
@@ -61,7 +62,8 @@ setup(
     py_modules=["pyspark_tarantool_xlog", "pyspark_mysql_binlog", "pyspark_memcached_tap", "pyspark_yugabyte_wal",
                 "pyspark_tarantool_replication", "pyspark_mysql_replication"],
     ext_modules=kernels,
-    package_data={"spark_logsource.tarantool": ["_kernel.pyi"], "spark_logsource.mysql": ["_kernel.pyi"]},
+    package_data={"spark_logsource.tarantool": ["_kernel.pyi", "_frames.pyi"], "spark_logsource.mysql": ["_kernel.pyi"],
+                  "spark_logsource.memcached": ["_kernel.pyi"]},
     install_requires=[
         "pyarrow>=15",
         "msgpack>=1.0",

@@ -46,19 +46,10 @@ def _view_options(pairs: list[str]) -> dict[str, dict[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
+    # Spark is needed by this subcommand only; the session lives with the Spark layer
+    from spark_logsource.readers.local_session import local_spark
 
-    import spark_logsource
-
-    builder = SparkSession.builder.appName("spark-logsource sql").config("spark.ui.showConsoleProgress", "false")
-    if args.master:
-        builder = builder.master(args.master)
-    builder = builder.config("spark.sql.python.filterPushdown.enabled", "true" if args.pushdown else "false")
-    builder = builder.config("spark.sql.session.timeZone", "UTC")
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        spark_logsource.register(spark)
+    with local_spark("spark-logsource sql", args.master, args.pushdown) as spark:
         options = _view_options(args.option)
         for spec in args.view:
             name, _, rest = spec.partition("=")
@@ -76,6 +67,4 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         else:
             write_table(sys.stdout, columns, ([_spark_value(v) for v in row] for row in df.toLocalIterator()))
-    finally:
-        spark.stop()
     return 0

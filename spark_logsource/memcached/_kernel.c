@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_native/_arrow_out.h"
+
 #define HEADER 24
 
 static inline uint32_t be16(const uint8_t *p) { return ((uint32_t)p[0] << 8) | p[1]; }
@@ -260,27 +262,8 @@ static size_t put_label(const char *label, uint32_t code, uint8_t *dst) {
     return len;
 }
 
-/* An output buffer of n bytes from alloc(n) (pyarrow.allocate_buffer: Arrow's memory pool, which hands the same
- * pages back chunk after chunk instead of fresh ones that each cost a page fault); *data points into it. */
-static PyObject *out_alloc(PyObject *alloc, size_t n, uint8_t **data) {
-    PyObject *out = PyObject_CallFunction(alloc, "n", (Py_ssize_t)(n ? n : 1));
-    if (out == NULL)
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE)) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    *data = view.buf; /* the memory belongs to `out`, which the caller keeps until it returns */
-    Py_ssize_t len = view.len;
-    PyBuffer_Release(&view);
-    if ((size_t)len < n) {
-        Py_DECREF(out);
-        PyErr_SetString(PyExc_ValueError, "columns: the allocator returned a buffer smaller than asked");
-        return NULL;
-    }
-    return out;
-}
+/* An output buffer of n bytes (at least 1: an empty Arrow buffer is still a buffer) from alloc(n), Arrow's pool. */
+static PyObject *out_alloc(PyObject *alloc, size_t n, uint8_t **data) { return ls_arrow_out(alloc, n ? n : 1, data); }
 
 /* The validity bits of each P_* bit in use: index = bit number. */
 #define NBITS 10

@@ -12,17 +12,13 @@ what its header declares, raises :class:`CorruptDataError` instead of allocating
 
 from __future__ import annotations
 
-import zlib
-
-import zstandard
-
-from ..errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
+from ..errors import CorruptDataError, DecodeError, TruncatedDataError, UnsupportedDataError
+from ..io.compression import zlib_exact, zstd_frames
 
 __all__ = ["DEFAULT_MAX_UNCOMPRESSED", "mariadb_uncompress", "zstd_uncompress"]
 
 #: Default cap on one decompressed payload: MySQL's max_allowed_packet maximum (1 GiB).
 DEFAULT_MAX_UNCOMPRESSED = 1 << 30
-_CHUNK = 1 << 20
 
 
 def mariadb_uncompress(data: bytes | memoryview, path: str | None, offset: int,
@@ -44,15 +40,10 @@ def mariadb_uncompress(data: bytes | memoryview, path: str | None, offset: int,
     declared = int.from_bytes(data[1:1 + width], "big")
     if declared > max_size:
         raise CorruptDataError(path, offset, f"compressed block declares {declared} bytes, over the cap {max_size}")
-    inflater = zlib.decompressobj()
     try:
-        out = inflater.decompress(bytes(data[1 + width:]), declared + 1)
-    except zlib.error as exc:
-        raise CorruptDataError(path, offset, f"zlib: {exc}") from None
-    if len(out) != declared:
-        raise CorruptDataError(path, offset, f"compressed block inflates to {len(out)}"
-                                             f"{'+' if len(out) > declared else ''} bytes, header says {declared}")
-    return out
+        return zlib_exact(data[1 + width:], declared)
+    except DecodeError as exc:
+        raise exc.at(path, offset) from None
 
 
 def zstd_uncompress(data: bytes | memoryview, path: str | None, offset: int, max_size: int,
@@ -62,22 +53,7 @@ def zstd_uncompress(data: bytes | memoryview, path: str | None, offset: int, max
     A truncated frame makes the zstandard stream reader stop early without an error, so the output length is
     checked against ``expected_size`` (the payload's declared UNCOMPRESSED_SIZE) when the caller knows it.
     """
-    if expected_size is not None and expected_size > max_size:
-        raise CorruptDataError(path, offset, f"zstd payload declares {expected_size} bytes, over the cap {max_size}")
-    reader = zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True)
-    parts: list[bytes] = []
-    total = 0
     try:
-        while True:
-            chunk = reader.read(min(_CHUNK, max_size + 1 - total))
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-            if total > max_size:
-                raise CorruptDataError(path, offset, f"zstd payload inflates beyond {max_size} bytes")
-    except zstandard.ZstdError as exc:
-        raise CorruptDataError(path, offset, f"zstd: {exc}") from None
-    if expected_size is not None and total != expected_size:
-        raise CorruptDataError(path, offset, f"zstd payload inflates to {total} bytes, header says {expected_size}")
-    return b"".join(parts)
+        return zstd_frames(data, max_size, expected_size)
+    except DecodeError as exc:
+        raise exc.at(path, offset) from None

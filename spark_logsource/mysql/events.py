@@ -43,7 +43,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _KNOWN = frozenset(code for code in EVENT_TYPE_NAMES if code != UNKNOWN)
 _KNOWN_TYPES = np.zeros(256, dtype=bool)
 _KNOWN_TYPES[sorted(_KNOWN)] = True
-#: Offsets screened per step of :meth:`BinlogFile.resync`.
+#: Offsets screened per step of :meth:`BinlogFile.resync` (the first step, then at most).
+_FIRST_SCAN_WINDOW = 64 << 10
 _SCAN_WINDOW = 1 << 20
 
 
@@ -272,12 +273,14 @@ class BinlogFile:
         over every offset at once); only the offsets that pass them get the full check.
         """
         stop = self.size if limit is None else min(limit, self.size)
+        window = _FIRST_SCAN_WINDOW  # a good header is usually near: screen a little first, then more
         while pos < stop:
-            n = min(_SCAN_WINDOW, stop - pos)
+            n = min(window, stop - pos)
             for candidate in self._plausible_headers(pos, n):
                 if self.is_candidate(candidate):
                     return candidate
             pos += n
+            window = min(window * 4, _SCAN_WINDOW)
         return self.size
 
     def _plausible_headers(self, pos: int, n: int) -> list[int]:

@@ -17,6 +17,7 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "../_native/_arrow_out.h"
 #include "../_native/_buf.h"
 
 /* Output columns, in the order ColumnBuilder.take returns them. */
@@ -214,41 +215,11 @@ static size_t ac_batch_rows(const acols *s, size_t max_rows, uint64_t max_bytes)
     return n;
 }
 
-/* An output buffer of n bytes: from `alloc(n)` (any object with a writable buffer of at least n bytes, e.g.
- * pyarrow.allocate_buffer: memory from Arrow's pool, reused from batch to batch) or, alloc == None, a bytes object. */
-static PyObject *ac_alloc(PyObject *alloc, size_t n, uint8_t **data)
-{
-    if (alloc == Py_None) {
-        PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-        if (out != NULL)
-            *data = (uint8_t *)PyBytes_AS_STRING(out);
-        return out;
-    }
-    PyObject *out = PyObject_CallFunction(alloc, "n", (Py_ssize_t)n);
-    if (out == NULL)
-        return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE)) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    /* The view's memory belongs to `out`, which the caller keeps alive while writing. */
-    *data = view.buf;
-    Py_ssize_t len = view.len;
-    PyBuffer_Release(&view);
-    if ((size_t)len < n) {
-        Py_DECREF(out);
-        PyErr_SetString(PyExc_ValueError, "the allocator returned a buffer smaller than asked");
-        return NULL;
-    }
-    return out;
-}
-
 /* A buffer holding the bitmap of bytes v[0..n) (nonzero = set). */
 static PyObject *ac_bitmap(PyObject *alloc, const uint8_t *v, size_t n)
 {
     uint8_t *bits;
-    PyObject *out = ac_alloc(alloc, (n + 7) / 8, &bits);
+    PyObject *out = ls_arrow_out(alloc, (n + 7) / 8, &bits);
     if (out == NULL)
         return NULL;
     size_t full = n / 8;
@@ -270,7 +241,7 @@ static PyObject *ac_bitmap(PyObject *alloc, const uint8_t *v, size_t n)
 static PyObject *ac_copy(PyObject *alloc, const void *src, size_t n)
 {
     uint8_t *data;
-    PyObject *out = ac_alloc(alloc, n, &data);
+    PyObject *out = ls_arrow_out(alloc, n, &data);
     if (out != NULL && n)
         memcpy(data, src, n);
     return out;

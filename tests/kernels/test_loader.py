@@ -43,7 +43,8 @@ def test_mysql_kernel_constants_match_the_plan_compiler() -> None:
     assert {n: getattr(kernel, n) for n in names} == {n: getattr(rows_encode, n) for n in names}
 
 
-@pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.mysql._kernel"])
+@pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames",
+                                    "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel"])
 def test_stub_names_every_function_of_the_kernel(module: str) -> None:
     """The .pyi stub beside each kernel declares exactly the names the compiled module exports."""
     import ast
@@ -55,7 +56,7 @@ def test_stub_names_every_function_of_the_kernel(module: str) -> None:
         pytest.fail(f"{module} is not built")
     spec = importlib.util.find_spec(module.rsplit(".", 1)[0])
     assert spec is not None and spec.submodule_search_locations
-    stub = Path(next(iter(spec.submodule_search_locations))) / "_kernel.pyi"
+    stub = Path(next(iter(spec.submodule_search_locations))) / (module.rsplit(".", 1)[1] + ".pyi")
     tree = ast.parse(stub.read_text())
     declared = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
