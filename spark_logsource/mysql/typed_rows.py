@@ -547,7 +547,9 @@ class TableWriter(ViewWriter):
     def full(self) -> bool:
         return self.columns.n >= self.batch_size or self.columns.bytes >= MAX_BATCH_BYTES
 
-    def emit(self) -> Iterator[pa.RecordBatch]:
+    def emit(self, final: bool = True) -> Iterator[pa.RecordBatch]:
+        """The rows gathered so far, in batches of at most ``batchSize``; they are always emitted, whatever
+        ``final`` (the split walk's hint that more rows may follow)."""
         if self.columns.n:
             batch = self.columns.batch()
             for offset in range(0, len(batch), self.batch_size):  # a rows event may hold more than a batch

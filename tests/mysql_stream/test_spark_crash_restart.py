@@ -86,7 +86,8 @@ def test_killed_and_restarted_while_writing_rotating_and_purging(
         query = _start(spark, stream_server, source, start, checkpoint, sink)
         try:
             deadline = time.monotonic() + 15
-            while time.monotonic() < deadline and query.isActive and (len(purged) < 3 or len(sink.batches) < 6):
+            while time.monotonic() < deadline and query.isActive and (
+                    len(purged) < 3 or len(sink.batches) < 6 or writer.transactions <= 50):
                 purged += _purge_consumed(stream_server, archive, sink)
                 time.sleep(0.3)
             writer.stop()
