@@ -201,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         if got != n:
             raise SystemExit(f"mysql-replication read {got} rows, the backlog has {n}")
         results["spark-logsource mysql-replication (iter_batches, includeQuery=false)"] = wall
-        results["spark-logsource mysql-replication (iter_batches, default includeQuery=true)"] = timed(
-            ours, server, backlog)[0]
+        results["spark-logsource mysql-replication (iter_batches, includeQuery=true)"] = timed(
+            lambda: ours(server, backlog, includeQuery="true"))[0]
         # mariadb-binlog does not check CRC32s unless asked (--verify-binlog-checksum); ours does by default
         results["spark-logsource mysql-replication (includeQuery=false, verifyChecksums=false)"] = timed(
             lambda: ours(server, backlog, includeQuery="false", verifyChecksums="false"))[0]
