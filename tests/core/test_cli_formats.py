@@ -10,11 +10,8 @@ import argparse
 import base64
 import json
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +24,7 @@ from spark_logsource.cli import build_parser, main
 from spark_logsource.cli.formats import add_format_flags, live_format, registered_formats, sniff_format
 from spark_logsource.logformat import CliFlag, LogFormat
 from spark_logsource.registry import FORMATS
+from tests.support.cli_follow import FollowProcess
 
 REPO = Path(__file__).resolve().parents[2]
 CLI_DIR = REPO / "spark_logsource" / "cli"
@@ -263,26 +261,12 @@ def test_text_options_yield_to_the_users_options() -> None:
 def test_follow_a_wal_directory_found_by_sniffing_then_ctrl_c() -> None:
     """``follow`` of the segment folders prints what the batch reader reads, then ends cleanly on Ctrl-C."""
     want = spark_logsource.read("yugabyte-wal", str(YB), valueFormat="json")
-    proc = subprocess.Popen([sys.executable, "-m", "spark_logsource.cli", "follow", str(YB), "--interval", "0.1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    lines: list[bytes] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 60
-        while len(lines) < want.num_rows and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(timeout=10)
-    err = proc.stderr.read().decode()
+    with FollowProcess([sys.executable, "-m", "spark_logsource.cli", "follow", str(YB), "--interval", "0.1"]) as follow:
+        follow.wait_for(want.num_rows)
+        code, err = follow.interrupt()
     assert code == 0, err[-3000:]
     assert "Traceback" not in err and "resume with --from '" in err
-    rows = [json.loads(line) for line in lines]
+    rows = [json.loads(line) for line in follow.lines]
     def ident(r: dict[str, Any], details: Any) -> tuple[Any, ...]:
         return r["tablet_id"], r["index"], r["op_type"], r["_corrupt_record"], json.dumps(details, sort_keys=True)
 

@@ -7,16 +7,14 @@ TAP_CONNECT bytes against the recorded ones and waits for every ACK the real ser
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import spark_logsource
 from tests.memcached.replay import Recording, ReplayServer, load_recording
+from tests.support.cli_follow import FollowProcess
 
 REPO = Path(__file__).resolve().parents[2]
 COMPARED = ("seq", "opcode", "vbucket", "key", "flags", "expiry", "cas", "checkpoint_id", "vbucket_state")
@@ -58,25 +56,11 @@ def test_follow_prints_live_changes_acks_as_recorded_and_stops_on_ctrl_c(tmp_pat
     rec = load_recording("couchbase-1.8.1-backfill_ckpt_ack_live")
     conn_name = bytes.fromhex(rec.header["tap_connect"][0]["name_hex"]).decode()
     want = recorded_rows(rec, tmp_path)
-    lines: list[bytes] = []
-    with ReplayServer(rec, time_scale=0.01) as server:
-        proc = subprocess.Popen(command("follow", server.uri, "--client-name", conn_name, "--from", "backfill",
-                                        "--option", "registered=false", "--interval", "0.1"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-        reader.start()
-        deadline = time.monotonic() + 60
-        while len(lines) < len(want) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # anything after the last recorded packet would be a row too many
-        proc.send_signal(signal.SIGINT)
-        try:
-            code = proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        reader.join(timeout=10)
-        err = proc.stderr.read().decode()
+    with ReplayServer(rec, time_scale=0.01) as server, \
+            FollowProcess(command("follow", server.uri, "--client-name", conn_name, "--from", "backfill",
+                                  "--option", "registered=false", "--interval", "0.1")) as follow:
+        follow.wait_for(len(want))
+        code, err = follow.interrupt()  # anything after the last recorded packet would be a row too many
         server.wait_finished(1)
         log = server.logs[0]
     assert code == 0, err[-3000:]
@@ -84,7 +68,7 @@ def test_follow_prints_live_changes_acks_as_recorded_and_stops_on_ctrl_c(tmp_pat
     assert log.connect_matched and log.mismatches == [] and log.extra == b""
     assert log.waiting_for is None, "the server waited for an ACK the command never sent"
     assert log.client_packets == rec.client_packets(0)
-    rows = [json.loads(line) for line in lines]
+    rows = [json.loads(line) for line in follow.lines]
     assert len(want) > 5
     assert compared(rows) == want
     hint = err.split("--from '", 1)[1].split("'", 1)[0]

@@ -7,10 +7,8 @@ server's own binlog files for the same range.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 
 import spark_logsource
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
+from tests.support.cli_follow import FollowProcess
 
 pytestmark = [pytest.mark.server]
 
@@ -56,32 +55,19 @@ def test_follow_then_cat_a_live_server(stream_server) -> None:
     start = master_status(stream_server)
     position = json.dumps({"file": start[0], "pos": start[1]})
     uri = stream_server.uri.replace("mysql://", "mariadb://", 1)
-    lines: list[bytes] = []
-    proc = subprocess.Popen(command("follow", uri, "--table", "shop.orders", "--from", position, "--interval", "0.1",
-                                    server_id=4301), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
+    with FollowProcess(command("follow", uri, "--table", "shop.orders", "--from", position, "--interval", "0.1",
+                               server_id=4301)) as follow:
         with Writer(stream_server, seed=31):
             time.sleep(1.0)
         stream_server.flush_logs()
         end = master_status(stream_server)
         want = files_between(stream_server, start, end)
-        deadline = time.monotonic() + 60
-        while len(lines) < len(want) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(timeout=10)
-    err = proc.stderr.read().decode()
+        follow.wait_for(len(want))
+        code, err = follow.interrupt()
     assert code == 0, err[-3000:]
     assert "Traceback" not in err and CDC_PASSWORD not in err
     assert len(want) > 20
-    assert [key(json.loads(line)) for line in lines] == want
+    assert [key(json.loads(line)) for line in follow.lines] == want
 
     ending = json.dumps({"file": end[0], "pos": end[1]})
     done = subprocess.run(command("cat", stream_server.uri, "--table", "shop.orders", "--option",

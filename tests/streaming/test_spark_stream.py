@@ -13,30 +13,13 @@ import time
 
 import pytest
 
-from tests.support.streaming import KEY_COLUMNS
+from tests.support.streaming import KEY_COLUMNS, BatchSink
 from tests.support.tarantool_writer import start_writer
 
 
-class Sink:
-    """A ``foreachBatch`` sink keyed by batch id (a re-run batch replaces its first attempt, as an idempotent
-    sink does), remembering every attempt; it raises once in batch ``fail_in``."""
-
-    def __init__(self, fail_in: int | None = None, columns: tuple[str, ...] = KEY_COLUMNS) -> None:
-        self.columns = columns
-        self.batches: dict[int, list[tuple]] = {}
-        self.attempts: dict[int, list[list[tuple]]] = {}
-        self.fail_in = fail_in
-
-    def __call__(self, df, batch_id: int) -> None:
-        rows = sorted(tuple(r) for r in df.select(*self.columns).collect())
-        self.batches[batch_id] = rows
-        self.attempts.setdefault(batch_id, []).append(rows)
-        if batch_id == self.fail_in:
-            self.fail_in = None
-            raise RuntimeError(f"sink failure in batch {batch_id}")
-
-    def rows(self) -> list[tuple]:
-        return sorted(r for rows in self.batches.values() for r in rows)
+def Sink(fail_in: int | None = None, columns: tuple[str, ...] = KEY_COLUMNS) -> BatchSink:
+    """The key columns order rows (file, offset, row in block): batches and rows are compared sorted."""
+    return BatchSink(columns, fail_in, sort_rows=True)
 
 
 def start_query(spark, path, checkpoint, sink, trigger, **options):

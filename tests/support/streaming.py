@@ -33,16 +33,20 @@ def run_available_now(df: Any, checkpoint: Path, sink: Any, timeout: float) -> N
 class BatchSink:
     """A ``foreachBatch`` sink keyed by batch id, as an idempotent sink is (a re-run batch replaces its first
     attempt), remembering every attempt in order; it raises once, in batch ``fail_in``, after recording it (the
-    batch ran, the sink failed before Spark could commit it)."""
+    batch ran, the sink failed before Spark could commit it). ``sort_rows``: keep each batch's rows sorted, and
+    :meth:`rows` sorted, for tests whose key columns order rows (file, offset, ...) whatever Spark's order."""
 
-    def __init__(self, columns: tuple[str, ...], fail_in: int | None = None) -> None:
+    def __init__(self, columns: tuple[str, ...], fail_in: int | None = None, sort_rows: bool = False) -> None:
         self.columns = columns
         self.batches: dict[int, list[tuple]] = {}
         self.attempts: dict[int, list[list[tuple]]] = {}
         self.fail_in = fail_in
+        self.sort_rows = sort_rows
 
     def __call__(self, df, batch_id: int) -> None:
         rows = [tuple(r) for r in df.select(*self.columns).collect()]
+        if self.sort_rows:
+            rows.sort()
         self.batches[batch_id] = rows
         self.attempts.setdefault(batch_id, []).append(rows)
         if batch_id == self.fail_in:
@@ -50,5 +54,6 @@ class BatchSink:
             raise RuntimeError(f"sink failure in batch {batch_id}")
 
     def rows(self) -> list[tuple]:
-        """Every committed row, batch after batch, each batch in the order Spark gave it."""
-        return [r for b in sorted(self.batches) for r in self.batches[b]]
+        """Every committed row, batch after batch, each batch in the order Spark gave it (sorted: ``sort_rows``)."""
+        rows = [r for b in sorted(self.batches) for r in self.batches[b]]
+        return sorted(rows) if self.sort_rows else rows

@@ -6,15 +6,13 @@ The URI scheme picks the replication format (no ``--source``); rows are compared
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli_follow import FollowProcess
 from tests.support.servers.tarantool_live import PASSWORD, LiveTarantool
 from tests.support.tarantool_live import MIXED_WORKLOAD, directory_rows
 
@@ -41,30 +39,16 @@ def expected(server: LiveTarantool, start: dict[int, int], end: dict[int, int], 
 def test_follow_a_live_server_then_cat_the_same_range(live_server: LiveTarantool) -> None:
     space = int(live_server.value("box.space.t.id"))
     start = live_server.vclock()
-    lines: list[bytes] = []
-    proc = subprocess.Popen(command("follow", live_server.uri, "--space", str(space), "--from",
-                                    json.dumps({str(k): v for k, v in start.items()}), "--interval", "0.1"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
+    with FollowProcess(command("follow", live_server.uri, "--space", str(space), "--from",
+                               json.dumps({str(k): v for k, v in start.items()}), "--interval", "0.1")) as follow:
         live_server.eval(MIXED_WORKLOAD)
         end = live_server.vclock()
         want = expected(live_server, start, end, space)
-        deadline = time.monotonic() + 60
-        while len(lines) < len(want) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    reader.join(timeout=10)
-    err = proc.stderr.read().decode()
+        follow.wait_for(len(want))
+        code, err = follow.interrupt()
     assert code == 0, err[-3000:]
     assert "Traceback" not in err and "--from '" in err
-    rows = [json.loads(line) for line in lines]
+    rows = [json.loads(line) for line in follow.lines]
     assert len(want) >= 90  # 50 inserts, 5 changes, 31 in one transaction, ... (MIXED_WORKLOAD)
     assert [key(r) for r in rows] == want
     assert all(isinstance(r["tuple"], list) for r in rows if r["type"] in ("INSERT", "REPLACE"))
