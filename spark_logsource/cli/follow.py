@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     follow.add_argument("--source", choices=format_names(), metavar="FORMAT",
                         help=f"streaming format (default: detected from DIR|URI): {', '.join(format_names())}")
     follow.add_argument("--from", dest="from_position", metavar="POSITION",
-                        help="earliest (default), latest, or a JSON offset printed by an earlier run")
+                        help="earliest, latest, or a JSON offset printed by an earlier run (default: the format's own)")
     follow.add_argument("--output", choices=BATCH_FORMATS, default="json")
     follow.add_argument("--interval", type=float, default=0.5, help="seconds between polls when idle")
     follow.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="any reader option")

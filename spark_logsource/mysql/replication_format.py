@@ -132,7 +132,15 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
             raise OptionError("endingPosition", f"expected latest or a JSON position, got {ending!r}")
         # serverId is this replica's id here, not mysqlbinlog's --server-id event filter of mysql-binlog
         self.read_options = dataclasses.replace(self.read_options, server_ids=None)
-        self.live_options = dataclasses.replace(self.read_options, start_position=None, stop_position=None)
+        # a file's byte positions mean nothing on a server: the range is startingPosition / endingPosition
+        for name, value in (("startPosition", self.start_position),
+                            ("stopPosition", self.stop_position)):
+            if value is not None:
+                raise OptionError(name, "applies to binlog files; a live server's range is startingPosition / "
+                                        "endingPosition")
+        if self.view == "table":
+            raise OptionError("view", "view=table reads binlog files (mysql-binlog); it is not available live")
+        self.live_options = self.read_options
 
     def extra_allowed_options(self) -> Iterable[str]:
         return ("path",)

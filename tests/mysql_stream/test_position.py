@@ -57,3 +57,15 @@ def test_uri_and_password_never_show() -> None:
         parse_uri("mysql://cdc:pw@db1:3306", None)
     with pytest.raises(OptionError, match="uri"):
         parse_uri("http://db1", None)
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("startPosition", "4", "startingPosition"),
+    ("stopPosition", "1000", "endingPosition"),
+])
+def test_file_positions_are_refused_by_the_live_source(option: str, value: str, message: str) -> None:
+    from spark_logsource.api import make_format
+
+    with pytest.raises(OptionError, match=message) as err:
+        make_format("mysql-replication", [], {"uri": "mysql://cdc@db1:3306", "password": "pw", option: value})
+    assert err.value.option == option and "pw" not in str(err.value)
