@@ -19,34 +19,22 @@ def _headers(*packages: str) -> list[str]:
     return [str(p.relative_to(HERE)) for pkg in packages for p in sorted((HERE / "spark_logsource" / pkg).glob("*.h"))]
 
 
+def _kernel(module: str, *header_dirs: str) -> Extension:
+    """An optional C kernel ``spark_logsource.<module>`` built from its one .c file, rebuilt when a header changes."""
+    return Extension(
+        f"spark_logsource.{module}",
+        sources=[f"spark_logsource/{module.replace('.', '/')}.c"],
+        depends=_headers(*header_dirs) if header_dirs else [],
+        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        optional=True,
+    )
+
+
 kernels = [
-    Extension(
-        "spark_logsource.tarantool._kernel",
-        sources=["spark_logsource/tarantool/_kernel.c"],
-        depends=_headers("_native", "tarantool"),
-        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        optional=True,
-    ),
-    Extension(
-        "spark_logsource.tarantool._frames",
-        sources=["spark_logsource/tarantool/_frames.c"],
-        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        optional=True,
-    ),
-    Extension(
-        "spark_logsource.memcached._kernel",
-        sources=["spark_logsource/memcached/_kernel.c"],
-        depends=_headers("_native", "memcached"),
-        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        optional=True,
-    ),
-    Extension(
-        "spark_logsource.mysql._kernel",
-        sources=["spark_logsource/mysql/_kernel.c"],
-        depends=_headers("_native", "mysql"),
-        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        optional=True,
-    ),
+    _kernel("tarantool._kernel", "_native", "tarantool"),
+    _kernel("tarantool._frames"),
+    _kernel("memcached._kernel", "_native", "memcached"),
+    _kernel("mysql._kernel", "_native", "mysql"),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 

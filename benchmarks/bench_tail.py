@@ -20,7 +20,6 @@ Usage: python3 benchmarks/bench_tail.py [--workdir /tmp/spark-logsource-bench-ta
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
@@ -30,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from local_spark import spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
 
 from spark_logsource.api import make_format  # noqa: E402
 from spark_logsource.streaming.stream import ReadBudget  # noqa: E402
@@ -104,19 +105,6 @@ def follow_latency(path: Path, stop: threading.Event, out: list[float]) -> None:
                 now = time.time()
                 out.extend(now - ts.timestamp() for ts in batch.column("timestamp").to_pylist() if ts is not None)
         start = end
-
-
-def spark_session():
-    from pyspark.sql import SparkSession
-
-    import spark_logsource
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_logsource.register(spark)
-    return spark
 
 
 def spark_latency(spark, path: Path, workdir: Path, seconds: float) -> list[float]:

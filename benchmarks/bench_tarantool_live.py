@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import resource
 import statistics
 import subprocess
@@ -40,6 +39,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from local_spark import spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
 
 from spark_logsource.registry import format_class  # noqa: E402
 from spark_logsource.tarantool.live import make_offset  # noqa: E402
@@ -153,20 +154,6 @@ def latency(server: LiveTarantool, rate: int, seconds: float) -> None:
 
     print(f"\nlatency: {len(delays)} rows in {took:.2f} s ({len(delays) / took:,.0f} rows/s written and read)")
     print(f"commit-to-row latency: p50 {pct(0.50):.2f} ms, p99 {pct(0.99):.2f} ms, max {delays[-1] * 1000:.2f} ms")
-
-
-def spark_session():
-    """A local[2] session with the package's data sources registered (as in ``bench_tail.py``)."""
-    from pyspark.sql import SparkSession
-
-    import spark_logsource
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    spark_logsource.register(spark)
-    return spark
 
 
 def spark_latency(spark, server: LiveTarantool, workdir: Path, rate: int, seconds: float, warmup: float) -> None:
