@@ -4,7 +4,7 @@ One test body runs over both implementations of :func:`spark_logsource.mysql.row
 (``encode_rows_event_c`` and ``encode_rows_event_py``) and asserts they agree, event by event, for
 ``row_format`` variant and json: the same rows (byte-identical Variant values and metadata, identical JSON text),
 or the same error (class, path, offset, message). Inputs are real: every rows event of every binlog in
-``shared/fixtures/mysql-binlog/`` and of binlogs written by the session's MariaDB 10.11 under the six settings
+``tests/fixtures/mysql-binlog/`` and of binlogs written by the session's MariaDB 10.11 under the six settings
 of tests/test_mysql_values_oracle.py (its 48-column all-types workload, imported, not copied). Bad input is made
 from those real events: every truncation, byte flips, random bytes; the kernel must raise our errors or return.
 """

@@ -5,12 +5,12 @@
 typed JSON form (see the Lua file). Body values that xlog.pairs() returns as box tuples (``key``, ``tuple``,
 ``operations``) come with their raw MessagePack bytes, copied out of the tuple by Tarantool, and with their Lua
 view; :class:`LuaTuple` holds both and :meth:`LuaTuple.value` decodes the raw bytes in Python (MP_EXT decimal
-and uuid by their layouts in ``../shared/notes/tarantool.md``), after checking the result against Tarantool's
+and uuid by their layouts in ``docs/formats/tarantool-xlog.md``), after checking the result against Tarantool's
 Lua view.
 
 :func:`expected_row` turns one oracle row into the expected value of every column of our schema
 (issue #2): ``lsn, replica_id, tsn, is_commit, timestamp, type, group_id, space_id, index_id, key, tuple, ops,
-extra``. Rules, from the issue and ``../shared/notes/tarantool.md``: absent lsn / replica_id / group_id are 0;
+extra``. Rules, from the issue and ``docs/formats/tarantool-xlog.md``: absent lsn / replica_id / group_id are 0;
 ``tsn`` is the transaction id xlog.pairs() shows, else the lsn; ``is_commit`` is xlog.pairs()' ``commit`` for
 rows of multi-statement transactions, else true; ``timestamp`` is microseconds ``round(ts * 1e6)``; UPDATE
 operations (stored under the tuple key) go to ``ops``, UPSERT ``operations`` too; every other body key goes to
@@ -113,7 +113,7 @@ class LuaOther:
 def decode_tarantool_decimal(data: bytes) -> Decimal:
     """MP_DECIMAL payload: a msgpack int scale, then packed BCD digits ending in a sign nibble (0xb/0xd minus).
 
-    Layout: tarantool ``src/lib/core/decimal.c`` ``decimal_pack`` and ``../shared/notes/tarantool.md``.
+    Layout: tarantool ``src/lib/core/decimal.c`` ``decimal_pack`` and ``docs/formats/tarantool-xlog.md``.
     """
     scale, offset = _msgpack_int_prefix(data)
     nibbles = [n for byte in data[offset:] for n in (byte >> 4, byte & 0x0F)]
