@@ -6,20 +6,25 @@ then updates and deletes), keeps it with the server's datadir under ``--workdir`
 same server streams the same file), then times in one run:
 
 * ``spark_logsource.iter_batches("mysql-binlog", file)`` in this process, default options and ``rowFormat=json``;
-* a Spark ``local[2]`` read of the file to the ``noop`` sink (session start-up not counted);
+* a Spark ``local[2]`` read of the file to the ``noop`` sink (session start-up not counted), with the splits
+  Spark plans by default (one per 128 MiB) and as one split, its CPU being the JVM's, its Python workers' and
+  this process's;
+* the file's default splits read one after another in this process (what Spark's tasks do in total), against
+  one split: what splitting costs in CPU;
 * ``mariadb-binlog -v --base64-output=decode-rows FILE > /dev/null`` (the server's own reader, C++);
 * python-mysql-replication (``pymysqlreplication.BinLogStreamReader``) streaming the same file from the same
   server over loopback TCP (``blocking=False``, only rows events, counting rows);
 
-and prints a markdown table of rows/s with the ratios to the issue's floors (iter_batches ≥ 10×
-python-mysql-replication and ≥ 0.3× mariadb-binlog). ``--profile`` adds a cProfile of ``iter_batches``.
+and prints a markdown table of rows/s, CPU seconds per million rows and the ratios to mariadb-binlog, then the
+peak RSS of ``iter_batches`` over the file and over a ``--big-factor`` times larger one (made by the same
+server). ``--profile`` adds a cProfile of ``iter_batches``.
 
 ``--shape wide`` / ``--shape narrow`` make instead an insert-only binlog of a table of 50 columns (the id, 40
 ``VARCHAR(64)`` texts ``'text k of row i'``, 9 MariaDB ``JSON`` documents ``{"id": i, "tag": "tag k", "vals": [k,
 i, 3], "ok": true}``; 100 rows per INSERT) or of 2 integer columns (``id INT``, ``v BIGINT``; 1000 rows per INSERT).
 
     python3 benchmarks/bench_mysql.py [--workdir /tmp/spark-logsource-bench] [--rows 500000] [--profile]
-        [--shape base|wide|narrow] [--no-pmr] [--no-spark]
+        [--shape base|wide|narrow] [--splits N] [--big-factor 10] [--no-pmr] [--no-spark] [--no-rss]
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mariadb_server import REPO, open_server, tcp_settings  # the benchmarks/ folder is sys.path[0]
+from local_spark import jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
+from mariadb_server import REPO, open_server, tcp_settings
+from peak_rss import peak_rss_kib
 
 from tests.support.servers.mariadb import MariaDBServer
 
@@ -256,6 +263,27 @@ def spark_noop(path: Path, **options: str) -> Callable[[], int]:
     return run
 
 
+def spark_cpu_seconds() -> float:
+    """CPU seconds so far of this process, its reaped children, and the active session's JVM with its workers."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    return _cpu_seconds() + (process_tree_cpu(jvm_pid(spark)) if spark is not None else 0.0)
+
+
+def read_splits(path: Path, split_bytes: int | None = None, count_only: bool = False) -> int:
+    """Read ``path`` split after split in this process, as Spark's tasks would (Spark's default
+    ``maxPartitionBytes`` unless given); return the row count, or with ``count_only`` the number of splits."""
+    from spark_logsource.api import make_format
+
+    options = {} if split_bytes is None else {"maxPartitionBytes": str(split_bytes)}
+    fmt = make_format("mysql-binlog", str(path), options)
+    splits = fmt.plan(fmt.list_files(), [])
+    if count_only:
+        return len(splits)
+    return sum(batch.num_rows for split in splits for batch in fmt.read_split(split, []))
+
+
 @dataclass
 class Timing:
     """Wall-clock seconds and the CPU seconds of this process plus its waited-for children."""
@@ -270,12 +298,13 @@ def _cpu_seconds() -> float:
     return own + children.ru_utime + children.ru_stime
 
 
-def timed(label: str, action: Callable[[], int], expected_rows: int) -> Timing:
+def timed(label: str, action: Callable[[], int], expected_rows: int,
+          cpu_seconds: Callable[[], float] = _cpu_seconds) -> Timing:
     """Run ``action`` once; check its row count (when it counts) and return its timing."""
-    cpu_started = _cpu_seconds()
+    cpu_started = cpu_seconds()
     started = time.perf_counter()
     counted = action()
-    timing = Timing(time.perf_counter() - started, _cpu_seconds() - cpu_started)
+    timing = Timing(time.perf_counter() - started, cpu_seconds() - cpu_started)
     if counted >= 0 and counted != expected_rows:
         raise SystemExit(f"{label}: counted {counted} rows, the workload wrote {expected_rows}")
     log.info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, timing.wall, timing.cpu, expected_rows / timing.wall)
@@ -302,7 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark measurement")
     parser.add_argument("--no-pmr", action="store_true", help="skip python-mysql-replication")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of each side-by-side measurement")
-    parser.add_argument("--splits", type=int, default=4, help="Spark splits of the file (maxPartitionBytes)")
+    parser.add_argument("--splits", type=int, default=0,
+                        help="also read the file through Spark as this many splits (maxPartitionBytes)")
+    parser.add_argument("--big-factor", type=int, default=10,
+                        help="the peak-RSS comparison's second binlog has this many times the rows")
+    parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS comparison")
     parser.add_argument("--shape", choices=("base", "wide", "narrow"), default="base",
                         help="base: the 8-column table with updates and deletes; wide / narrow: see the docstring")
     args = parser.parse_args(argv)
@@ -319,35 +352,54 @@ def main(argv: list[str] | None = None) -> int:
         n = workload.rows
         results: dict[str, list[Timing]] = {}
 
-        def measure(key: str, action: Callable[[], int]) -> None:
-            results.setdefault(key, []).append(timed(key, action, n))
+        def measure(key: str, action: Callable[[], int], cpu_seconds: Callable[[], float] = _cpu_seconds) -> None:
+            results.setdefault(key, []).append(timed(key, action, n, cpu_seconds))
 
         count_iter_batches(path)  # warm-up, not timed: imports, the kernel, the page cache
+        splits = read_splits(path, count_only=True)
         # side by side, --repeat times: a ratio is taken within one repetition (the machine is shared)
         for _ in range(args.repeat):
             measure("iter_batches", lambda: count_iter_batches(path))
             measure("iter_batches json", lambda: count_iter_batches(path, rowFormat="json"))
+            if splits > 1:
+                measure("splits in-process", lambda: read_splits(path))
+                measure("one split in-process", lambda: read_splits(path, path.stat().st_size + 1))
             measure("mariadb-binlog", lambda: run_mariadb_binlog(path))
         if args.shape == "base":
             measure("iter_batches query", lambda: count_iter_batches(path, includeQuery="true"))
         if not args.no_pmr:
             measure("python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog))
         if not args.no_spark:
-            splits = max(1, args.splits)
-            split_bytes = str(-(-path.stat().st_size // splits))
-            one = spark_noop(path)
-            many = spark_noop(path, maxPartitionBytes=split_bytes)
-            one()  # warm-up, not timed: the Python workers start and import the package
+            spark_runs = {"spark noop": spark_noop(path)}
+            if splits > 1:
+                spark_runs["spark noop 1 split"] = spark_noop(path, maxPartitionBytes=str(path.stat().st_size + 1))
+            if args.splits > 0:
+                spark_runs["spark noop splits"] = spark_noop(
+                    path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
+            spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
-                measure("spark noop", one)
-                measure("spark noop splits", many)
+                for key, run in spark_runs.items():
+                    measure(key, run, spark_cpu_seconds)
                 measure("mariadb-binlog (spark runs)", lambda: run_mariadb_binlog(path))
         profile = profile_iter_batches(path) if args.profile else None
     finally:
         server.stop()
+    rss: list[tuple[str, int, int]] = []
+    if not args.no_rss and args.big_factor > 1 and args.shape == "base":
+        rss.append((path.name, *peak_rss_kib("mysql-binlog", path)))
+        big_server, big = prepare(args.workdir / f"mysql{suffix}-x{args.big_factor}", args.rows * args.big_factor,
+                                  per_statement)
+        big_server.stop()
+        big_path = big_server.binlog_dir / big.binlog
+        rss.append((f"{big.binlog} ({args.big_factor}×)", *peak_rss_kib("mysql-binlog", big_path)))
 
     command = "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]])
-    print(report(results, workload, size_mb, command, args.shape, args.splits))
+    print(report(results, workload, size_mb, command, args.shape, args.splits, splits))
+    if rss:
+        print("\n| peak RSS, `iter_batches` (defaults), a fresh process | rows | KiB |\n|---|---:|---:|")
+        for name, rows, kib in rss:
+            print(f"| {name} | {rows:,} | {kib:,} |")
+        print(f"| growth | | {100.0 * (rss[1][2] - rss[0][2]) / rss[0][2]:+.1f}% |")
     if profile is not None:
         print("\ncProfile of iter_batches (default options), top functions by own time:\n")
         print(profile)
@@ -361,7 +413,7 @@ def _median(values: list[float]) -> float:
 
 
 def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float, command: str, shape: str = "base",
-           splits: int = 4) -> str:
+           splits: int = 0, default_splits: int = 1) -> str:
     """Markdown: per reader the median wall and CPU seconds, rows/s, and its ratio to mariadb-binlog taken within
     each repetition (median, then every run)."""
     n = workload.rows
@@ -369,8 +421,12 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (defaults: Variant, includeQuery=false)',
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")`",
         "iter_batches query": "`iter_batches(..., includeQuery=\"true\")`³",
-        "spark noop": 'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`, 1 split',
-        "spark noop splits": f"Spark `local[2]` → `noop`, {splits} splits (`maxPartitionBytes`)",
+        "splits in-process": f"the file's {default_splits} default splits read one after another in this process",
+        "one split in-process": "the file as one split in this process",
+        "spark noop": f'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`, {default_splits} '
+                      f'split{"s" if default_splits > 1 else ""} (the default `maxPartitionBytes`)²',
+        "spark noop 1 split": "Spark `local[2]` → `noop`, 1 split²",
+        "spark noop splits": f"Spark `local[2]` → `noop`, {splits} splits (`maxPartitionBytes`)²",
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
     }
@@ -389,28 +445,27 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "",
         f"Command: `{command}`",
         "",
-        "| reader | wall s (median) | CPU s² (median) | rows/s | × mariadb-binlog, wall (median; each run) "
-        "| × mariadb-binlog, CPU⁴ (median; each run) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| reader | wall s (median) | CPU s² (median) | CPU s per 1M rows | rows/s "
+        "| × mariadb-binlog, wall (median; each run) | × mariadb-binlog, CPU⁴ (median; each run) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for key, label in labels.items():
         if key not in results:
             continue
         runs = results[key]
         wall = _median([t.wall for t in runs])
-        cpu = "–" if key.startswith("spark noop") else f"{_median([t.cpu for t in runs]):.2f}"
+        cpu = _median([t.cpu for t in runs])
         base = results["mariadb-binlog (spark runs)" if key.startswith("spark noop") else "mariadb-binlog"]
         ratios = [b.wall / t.wall for t, b in zip(runs, base, strict=False)]  # same repetition
         each = ", ".join(f"{r:.2f}" for r in ratios)
-        by_cpu = "–"
-        if not key.startswith("spark noop"):
-            cpu_ratios = [b.cpu / t.cpu for t, b in zip(runs, base, strict=False)]
-            by_cpu = f"{_median(cpu_ratios):.2f} ({', '.join(f'{r:.2f}' for r in cpu_ratios)})"
-        lines.append(f"| {label} | {wall:.2f} | {cpu} | {n / wall:,.0f} | {_median(ratios):.2f} ({each}) "
-                     f"| {by_cpu} |")
+        cpu_ratios = [b.cpu / t.cpu for t, b in zip(runs, base, strict=False)]
+        by_cpu = f"{_median(cpu_ratios):.2f} ({', '.join(f'{r:.2f}' for r in cpu_ratios)})"
+        lines.append(f"| {label} | {wall:.2f} | {cpu:.2f} | {cpu / n * 1e6:.2f} | {n / wall:,.0f} "
+                     f"| {_median(ratios):.2f} ({each}) | {by_cpu} |")
     lines += ["",
               "¹ one run; the server's CPU (reading and sending the file) is not counted. "
-              "² this process and its children (mariadb-binlog); Spark's JVM and workers are not counted. "
+              "² this process and its children (mariadb-binlog); for Spark, also the JVM and its Python workers "
+              "(from /proc). "
               "³ the changes view's `query` column filled: it repeats each row's statement on every row it changed "
               "(a 1000-row INSERT of this table is ~97 KB of text, copied onto each of its 1000 rows); one run. "
               "⁴ CPU seconds of mariadb-binlog over ours, in the same repetition: steadier than wall time on a shared "

@@ -38,6 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from local_spark import jvm_pid, process_tree_cpu  # noqa: E402  (the benchmarks/ folder is sys.path[0])
+from peak_rss import peak_rss_kib  # noqa: E402
+
 log = logging.getLogger("bench_tarantool")
 
 CFG_LUA = """
@@ -85,15 +88,6 @@ io.stdout:write(n, '\\n')
 os.exit(0)
 """
 
-RSS_CHILD = """
-import resource, sys
-sys.path.insert(0, sys.argv[2])
-import spark_logsource
-n = 0
-for batch in spark_logsource.iter_batches("tarantool-xlog", sys.argv[1], tupleFormat=sys.argv[3]):
-    n += batch.num_rows
-print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-"""
 
 
 @dataclass
@@ -167,45 +161,15 @@ def iter_batches_run(path: Path, tuple_format: str | None) -> Run:
     return Run(rows, time.perf_counter() - started, time.process_time() - cpu0)
 
 
-def _proc_tree_cpu(root: int) -> float:
-    """CPU seconds of process ``root`` and its descendants, including their reaped children (from /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    stats: dict[int, tuple[int, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields_ = text[text.rindex(")") + 2:].split()
-        ppid = int(fields_[1])
-        cpu = sum(int(x) for x in fields_[11:15]) / tick  # utime stime cutime cstime
-        stats[int(entry.name)] = (ppid, cpu)
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += stats.get(pid, (0, 0.0))[1]
-        todo.extend(child for child, (ppid, _) in stats.items() if ppid == pid)
-    return total
-
-
 def spark_run(spark: object, path: Path, rows: int, split_bytes: int | None) -> Run:
-    jvm_pid = int(spark._jvm.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+    jvm = jvm_pid(spark)
     reader = spark.read.format("tarantool-xlog")  # type: ignore[attr-defined]
     if split_bytes:
         reader = reader.option("maxPartitionBytes", str(split_bytes))
-    cpu0, own0, started = _proc_tree_cpu(jvm_pid), time.process_time(), time.perf_counter()
+    cpu0, own0, started = process_tree_cpu(jvm), time.process_time(), time.perf_counter()
     reader.load(str(path)).write.format("noop").mode("overwrite").save()
     wall = time.perf_counter() - started
-    return Run(rows, wall, _proc_tree_cpu(jvm_pid) - cpu0 + time.process_time() - own0)
-
-
-def peak_rss_kib(path: Path, tuple_format: str) -> tuple[int, int]:
-    out = subprocess.run([sys.executable, "-c", RSS_CHILD, str(path), str(REPO), tuple_format], check=True,
-                         capture_output=True, text=True)
-    rows, rss = out.stdout.split()
-    return int(rows), int(rss)
+    return Run(rows, wall, process_tree_cpu(jvm) - cpu0 + time.process_time() - own0)
 
 
 def compare(label: str, path: Path, workdir: Path, repeat: int,
@@ -304,8 +268,8 @@ def main() -> None:
 
     if not args.no_rss and "base" in files:
         big = make_data(args.workdir, "base", args.rows * args.big_factor)
-        small_rows, small_rss = peak_rss_kib(files["base"], "variant")
-        big_rows, big_rss = peak_rss_kib(big, "variant")
+        small_rows, small_rss = peak_rss_kib("tarantool-xlog", files["base"])
+        big_rows, big_rss = peak_rss_kib("tarantool-xlog", big)
         lines += ["| peak RSS, iter_batches (variant) | rows | KiB |", "|---|---:|---:|",
                   f"| {files['base'].name} | {small_rows:,} | {small_rss:,} |",
                   f"| {big.name} ({args.big_factor}×) | {big_rows:,} | {big_rss:,} |",

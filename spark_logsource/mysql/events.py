@@ -245,7 +245,8 @@ class BinlogFile:
         """Whether a valid event header starts at ``pos`` (for resync and split alignment).
 
         Known type (or IGNORABLE flag), plausible size, ``log_pos == pos + size`` when not 0, and the CRC when the
-        file has checksums; without a CRC and with ``log_pos == 0``, the next header must validate too.
+        file has checksums; with ``log_pos == 0`` the next header must validate too (checked first: row data is
+        full of zeros, and a false header there may claim tens of megabytes whose CRC would be read for nothing).
         """
         header = self._header_at(pos)
         if header is None:
@@ -260,11 +261,25 @@ class BinlogFile:
         end = pos + size
         if log_pos != 0 and log_pos != end & 0xFFFFFFFF:
             return False
-        if self.crc_len:
+        if log_pos == 0 and end < self.size and depth > 0 and not self.is_candidate(end, depth=depth - 1):
+            return False
+        return not self.crc_len or self._crc_ok_at(pos, size)
+
+    def _crc_ok_at(self, pos: int, size: int) -> bool:
+        """The CRC test of the event ``[pos, pos + size)``: through the window when it fits one chunk, else read a
+        chunk at a time beside it, so a candidate claiming a huge size never costs a buffer of that size."""
+        if size <= _CHUNK:
             return event_crc_ok(self._window.get(pos, size))
-        if log_pos == 0 and end < self.size and depth > 0:
-            return self.is_candidate(end, depth=depth - 1)
-        return True
+        stream = self._window.stream
+        stream.seek(pos)
+        crc, left = 0, size - CRC_LEN
+        while left > 0:
+            chunk = stream.read(min(left, _CHUNK))
+            if not chunk:
+                return False
+            crc = zlib.crc32(chunk, crc)
+            left -= len(chunk)
+        return int.from_bytes(bytes(stream.read(CRC_LEN)), "little") == crc
 
     def resync(self, pos: int, limit: int | None = None) -> int:
         """The first offset >= ``pos`` (and < ``limit``) where :meth:`is_candidate` holds, else the file size.

@@ -348,15 +348,18 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
                                                    max_uncompressed=max_uncompressed)
         table_map, op, table_id, flags = head.table_map, head.op, head.table_id, head.flags
         present, present_after = head.present, head.present_after
-    plan = _plan(table_map, present, path, offset)
-    plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
+    # one lookup per event for what the table map and the image shapes decide: both plans and the table's label
+    cache = table_map.row_decoder_cache
+    entry = cache.get((op, present, present_after))
+    if entry is None:
+        plan = _plan(table_map, present, path, offset)
+        plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
+        entry = cache[(op, present, present_after)] = (plan, plan_after, f"{table_map.database}.{table_map.table}")
+    plan, plan_after, label = entry
     if plan is None or plan_after is None:
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    label = table_map.row_decoder_cache.get("label")
-    if label is None:
-        label = table_map.row_decoder_cache["label"] = f"{table_map.database}.{table_map.table}"
     n, first, second = _kernel.encode_rows(data, pos, plan, plan_after, _OP_CODES[op], as_json, path, data_base,
                                            in_block, label)
     # first / second: the images in event order (update: before, after; insert: after; delete: before).
