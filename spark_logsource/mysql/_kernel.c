@@ -1198,6 +1198,26 @@ static mk_plan *get_plan(PyObject *capsule)
     return (mk_plan *)PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
 }
 
+/* The rows of one event's row data from *pos to x->end, appended to the sides (x->nrows counts them). */
+static int encode_event_rows(mk_ctx *x, side *first, side *second, const mk_plan *plan, const mk_plan *plan_after,
+                             int op, size_t pos)
+{
+    while (pos < x->end) {
+        size_t row_start = pos;
+        if (side_image(x, first, plan, &pos, row_start))
+            return -1;
+        if (op == OP_UPDATE && side_image(x, second, plan_after, &pos, row_start))
+            return -1;
+        if (pos == row_start) { /* no column present: the row would repeat forever */
+            return raise_data_error(CorruptDataError, x, row_start,
+                                    PyUnicode_FromFormat("row %zd of %U: row image without columns", x->nrows,
+                                                         x->label));
+        }
+        x->nrows++;
+    }
+    return 0;
+}
+
 static PyObject *encode_rows(PyObject *self, PyObject *args)
 {
     Py_buffer view;
@@ -1229,20 +1249,8 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
     x.in_block = in_block;
     x.label = label;
     x.json = as_json;
-    size_t pos = (size_t)start;
-    while (pos < x.end) {
-        size_t row_start = pos;
-        if (side_image(&x, &first, plan, &pos, row_start))
-            goto done;
-        if (op == OP_UPDATE && side_image(&x, &second, plan_after, &pos, row_start))
-            goto done;
-        if (pos == row_start) { /* no column present: the row would repeat forever */
-            raise_data_error(CorruptDataError, &x, row_start,
-                             PyUnicode_FromFormat("row %zd of %U: row image without columns", x.nrows, label));
-            goto done;
-        }
-        x.nrows++;
-    }
+    if (encode_event_rows(&x, &first, &second, plan, plan_after, op, (size_t)start))
+        goto done;
     {
         PyObject *a = side_result(&first, as_json);
         PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second, as_json) : Py_NewRef(Py_None));
@@ -1272,54 +1280,227 @@ done:
  * rows.parse_rows_head; docs/formats/mysql-binlog.md "Rows events"), for the common case only: a well-formed
  * head, a column count below 251 (one-byte packed integer) and at most 64 columns. Anything else is None, and the
  * caller takes rows.parse_rows_head, which raises its errors: this function never raises for bad bytes. */
+typedef struct {
+    uint64_t table_id, flags, present, present_after;
+    size_t pos, ncols;
+} rows_head_t;
+
+/* The head of a well-formed uncompressed rows event body into *h: 1, else 0 (the caller takes the Python path). */
+static int read_rows_head(const uint8_t *b, size_t len, int table_id_size, int post_header_len, int v2, int update,
+                          rows_head_t *h)
+{
+    if (table_id_size != 4 && table_id_size != 6)
+        return 0;
+    size_t fixed = (size_t)table_id_size + 2;
+    size_t pos = post_header_len > (int)fixed ? (size_t)post_header_len : fixed;
+    if (post_header_len < 0 || len < pos)
+        return 0;
+    h->table_id = rd_le(b, table_id_size);
+    h->flags = rd_le(b + table_id_size, 2);
+    if (v2) {
+        if (len < fixed + 2)
+            return 0;
+        size_t extra_len = (size_t)rd_le(b + fixed, 2);
+        if (extra_len < 2 || pos + extra_len - 2 > len)
+            return 0;
+        pos += extra_len - 2;
+    }
+    if (pos >= len || b[pos] >= 251)
+        return 0;
+    size_t ncols = b[pos++];
+    if (ncols > 64)
+        return 0;
+    size_t bitmap_len = (ncols + 7) / 8;
+    if (pos + bitmap_len * (update ? 2 : 1) > len)
+        return 0;
+    uint64_t mask = ncols == 64 ? UINT64_MAX : (((uint64_t)1 << ncols) - 1);
+    h->present = rd_le(b + pos, (int)bitmap_len) & mask;
+    pos += bitmap_len;
+    h->present_after = h->present;
+    if (update) {
+        h->present_after = rd_le(b + pos, (int)bitmap_len) & mask;
+        pos += bitmap_len;
+    }
+    h->pos = pos;
+    h->ncols = ncols;
+    return 1;
+}
+
 static PyObject *rows_head(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     int table_id_size, post_header_len, v2, update;
     if (!PyArg_ParseTuple(args, "y*iipp:rows_head", &view, &table_id_size, &post_header_len, &v2, &update))
         return NULL;
-    const uint8_t *b = view.buf;
-    size_t len = (size_t)view.len;
+    rows_head_t h;
+    int ok = read_rows_head(view.buf, (size_t)view.len, table_id_size, post_header_len, v2, update, &h);
+    PyBuffer_Release(&view);
+    if (!ok)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(KKnnKK)", (unsigned long long)h.table_id, (unsigned long long)h.flags, (Py_ssize_t)h.pos,
+                         (Py_ssize_t)h.ncols, (unsigned long long)h.present, (unsigned long long)h.present_after);
+}
+
+/* ---- a run of rows events (rows_run.py) ------------------------------------------------------------------- */
+
+/* A run's images go into one pair of sides, so their int32 end offsets count from the run's first image, as
+ * rows_encode.ImageColumn wants; an event that fails is cut off again with side_seek. */
+
+#define EVENT_HEADER_LEN 19
+#define MAX_EVENT_SIZE (((size_t)1 << 30) + 4096)
+
+typedef struct {
+    size_t ends, data, meta_ends, meta;
+} side_mark;
+
+static side_mark side_tell(const side *s)
+{
+    side_mark m = {s->ends.len, s->data.len, s->meta_ends.len, s->meta.len};
+    return m;
+}
+
+static void side_seek(side *s, side_mark m)
+{
+    s->ends.len = m.ends;
+    s->data.len = m.data;
+    s->meta_ends.len = m.meta_ends;
+    s->meta.len = m.meta;
+}
+
+/* CRC-32 (zlib) of [p, p + n) through Python's zlib.crc32, without copying the bytes. -1: not computed. */
+static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
+{
+    PyObject *mv = PyMemoryView_FromMemory((char *)p, (Py_ssize_t)n, PyBUF_READ);
+    if (mv == NULL)
+        return -1;
+    PyObject *r = PyObject_CallOneArg(crc32, mv);
+    Py_DECREF(mv);
+    if (r == NULL)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    return (long long)v;
+}
+
+/* encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size,
+ *                 post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, op, as_json, path,
+ *                 label, max_rows, max_bytes)
+ *   -> (events, nrows, first, second)
+ *
+ * Consecutive events of buf[start:limit) (buf[0] is file offset `base`) that are all rows events of `type_code`
+ * for the same table id, column count and column bitmaps, whole, with a good CRC (or, unverified, a log_pos of 0
+ * or their end), at file offsets below `stop`, whose rows the plans encode without error; at most `max_rows`
+ * rows and `max_bytes` event bytes (the first event is never cut by these). The walk ends before the first event
+ * that is not so: that event is left to the Python path, which reads it and raises its error if it has one.
+ * `events` packs five little-endian int64 per event: file offset, next offset, timestamp, server id, rows. */
+static PyObject *encode_rows_run(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start, limit, max_rows, max_bytes;
+    long long base, stop;
+    int crc_len, verify, type_code, table_id_size, post_header_len, v2, op, as_json;
+    unsigned long long table_id, present, present_after;
+    Py_ssize_t ncols;
+    PyObject *crc32, *cap_before, *cap_after, *path, *label;
+    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOipOUnn:encode_rows_run", &view, &start, &limit, &base, &stop,
+                          &crc_len, &verify, &crc32, &type_code, &table_id_size, &post_header_len, &v2, &table_id,
+                          &ncols, &present, &present_after, &cap_before, &cap_after, &op, &as_json, &path, &label,
+                          &max_rows, &max_bytes))
+        return NULL;
     PyObject *result = NULL;
-    if (table_id_size != 4 && table_id_size != 6)
-        goto none;
-    size_t fixed = (size_t)table_id_size + 2;
-    size_t pos = post_header_len > (int)fixed ? (size_t)post_header_len : fixed;
-    if (post_header_len < 0 || len < pos)
-        goto none;
-    uint64_t table_id = rd_le(b, table_id_size);
-    uint64_t flags = rd_le(b + table_id_size, 2);
-    if (v2) {
-        if (len < fixed + 2)
-            goto none;
-        size_t extra_len = (size_t)rd_le(b + fixed, 2);
-        if (extra_len < 2 || pos + extra_len - 2 > len)
-            goto none;
-        pos += extra_len - 2;
+    mk_ctx x;
+    memset(&x, 0, sizeof x);
+    side first, second;
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
+    ls_buf events;
+    memset(&events, 0, sizeof events);
+    Py_ssize_t total_rows = 0, total_bytes = 0, nevents = 0;
+    mk_plan *plan = get_plan(cap_before);
+    mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
+    if (plan == NULL || plan_after == NULL)
+        goto done;
+    if (op < OP_INSERT || op > OP_DELETE || start < 0 || limit > view.len || (crc_len != 0 && crc_len != 4)) {
+        PyErr_SetString(PyExc_ValueError, "bad op, range or checksum length");
+        goto done;
     }
-    if (pos >= len || b[pos] >= 251)
-        goto none;
-    size_t ncols = b[pos++];
-    if (ncols > 64)
-        goto none;
-    size_t bitmap_len = (ncols + 7) / 8;
-    if (pos + bitmap_len * (update ? 2 : 1) > len)
-        goto none;
-    uint64_t mask = ncols == 64 ? UINT64_MAX : (((uint64_t)1 << ncols) - 1);
-    uint64_t present = rd_le(b + pos, (int)bitmap_len) & mask;
-    pos += bitmap_len;
-    uint64_t present_after = present;
-    if (update) {
-        present_after = rd_le(b + pos, (int)bitmap_len) & mask;
-        pos += bitmap_len;
+    const uint8_t *buf = view.buf;
+    x.path = path;
+    x.in_block = 0;
+    x.label = label;
+    x.json = as_json;
+    size_t at = (size_t)start;
+    while (at + EVENT_HEADER_LEN <= (size_t)limit && base + (long long)at < stop) {
+        const uint8_t *h = buf + at;
+        size_t size = (size_t)rd_le(h + 9, 4);
+        if (h[4] != type_code || size < (size_t)(EVENT_HEADER_LEN + crc_len) || size > MAX_EVENT_SIZE
+            || at + size > (size_t)limit)
+            break;
+        if (nevents > 0 && total_bytes + (Py_ssize_t)size > max_bytes)
+            break;
+        long long next = base + (long long)(at + size);
+        if (crc_len && verify) {
+            long long crc = crc_of(crc32, h, size - 4);
+            if (crc < 0)
+                goto done;
+            if ((uint32_t)crc != (uint32_t)rd_le(h + size - 4, 4))
+                break;
+        } else {
+            uint32_t log_pos = (uint32_t)rd_le(h + 13, 4);
+            if (log_pos != 0 && log_pos != (uint32_t)next)
+                break;
+        }
+        const uint8_t *body = h + EVENT_HEADER_LEN;
+        size_t body_len = size - EVENT_HEADER_LEN - (size_t)crc_len;
+        rows_head_t hd;
+        if (!read_rows_head(body, body_len, table_id_size, post_header_len, v2, op == OP_UPDATE, &hd)
+            || hd.table_id != table_id || hd.ncols != (size_t)ncols || hd.present != present
+            || hd.present_after != present_after)
+            break;
+        side_mark m1 = side_tell(&first), m2 = side_tell(&second);
+        x.data = body;
+        x.end = body_len;
+        x.data_base = base + (long long)at + EVENT_HEADER_LEN;
+        x.nrows = 0;
+        if (encode_event_rows(&x, &first, &second, plan, plan_after, op, hd.pos)
+            || (nevents > 0 && total_rows + x.nrows > max_rows)) {
+            /* left to the Python path, which reads this event again (and raises its error, if any) */
+            side_seek(&first, m1);
+            side_seek(&second, m2);
+            PyErr_Clear();
+            break;
+        }
+        int64_t rec[5] = {base + (long long)at, next, (int64_t)rd_le(h, 4), (int64_t)rd_le(h + 5, 4), x.nrows};
+        if (ls_buf_put(&events, rec, sizeof rec)) {
+            nomem();
+            goto done;
+        }
+        nevents++;
+        total_rows += x.nrows;
+        total_bytes += (Py_ssize_t)size;
+        at += size;
     }
-    result = Py_BuildValue("(KKnnKK)", (unsigned long long)table_id, (unsigned long long)flags, (Py_ssize_t)pos,
-                           (Py_ssize_t)ncols, (unsigned long long)present, (unsigned long long)present_after);
+    {
+        PyObject *a = side_result(&first, as_json);
+        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second, as_json) : Py_NewRef(Py_None));
+        if (a != NULL && b != NULL)
+            result = Py_BuildValue("(NnNN)", buf_bytes(&events), total_rows, a, b);
+        else {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+        }
+    }
+done:
+    side_clear(&first);
+    side_clear(&second);
+    ls_buf_free(&events);
+    ls_buf_free(&x.vals);
+    ls_buf_free(&x.spans);
+    ls_buf_free(&x.tmp);
     PyBuffer_Release(&view);
     return result;
-none:
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
 }
 
 /* ---- module ------------------------------------------------------------------------------------------------- */
@@ -1331,6 +1512,11 @@ static PyMethodDef methods[] = {
     {"encode_rows", encode_rows, METH_VARARGS,
      "encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)"
      "\n\nEncode the row images of one rows event (see rows_encode.encode_rows_event_c)."},
+    {"encode_rows_run", encode_rows_run, METH_VARARGS,
+     "encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, "
+     "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, op, as_json, path, label, "
+     "max_rows, max_bytes) -> (events, nrows, first, second)\n\nEncode a run of rows events of one table and "
+     "shape (see rows_run.py)."},
     {"rows_head", rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},

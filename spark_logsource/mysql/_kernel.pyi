@@ -38,3 +38,13 @@ def rows_head(body: bytes | memoryview, table_id_size: int, post_header_len: int
               update: bool) -> tuple[int, int, int, int, int, int] | None:
     """``(table_id, flags, pos, ncols, present, present_after)`` of a well-formed uncompressed rows event, else
     None (then ``rows.parse_rows_head`` reads it and raises its errors)."""
+
+def encode_rows_run(buf: bytes, start: int, limit: int, base: int, stop: int, crc_len: int, verify: bool,
+                    crc32: Any, type_code: int, table_id_size: int, post_header_len: int, v2: bool, table_id: int,
+                    ncols: int, present: int, present_after: int, plan: object, plan_after: object, op: int,
+                    as_json: bool, path: str | None, label: str, max_rows: int,
+                    max_bytes: int) -> tuple[bytes, int, _Side, _Side | None]:
+    """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``rows_run.py``):
+    ``(events, n, first, second)``, ``events`` packing five little-endian int64 per event (offset, next offset,
+    timestamp, server id, rows), the sides as in :func:`encode_rows`; ``events`` is empty when not even the first
+    event could be read."""

@@ -39,8 +39,8 @@ class _Absent:
 
 
 ABSENT = _Absent()
-XID, BEFORE, AFTER = (next(i for i, (name, _t) in enumerate(CHANGES_COLUMNS) if name == n)
-                         for n in ("xid", "before", "after"))
+XID, BEFORE, AFTER, POS = (next(i for i, (name, _t) in enumerate(CHANGES_COLUMNS) if name == n)
+                              for n in ("xid", "before", "after", "pos"))
 
 
 class Chunk:
@@ -49,11 +49,13 @@ class Chunk:
     ``values[i]`` is the value of column ``i`` for every row of the chunk, except for the per-row columns:
     ``row_index`` (``first_row`` .. ``first_row + n - 1``) and the variant columns, whose encoded cells are in
     ``encoded[i]``: an :class:`~.rows_encode.ImageColumn` of ``n`` cells (Variant values and metadata, or JSON
-    text, as Arrow column parts), or None when the column is SQL NULL on every row of the chunk. It is a chunk as
-    :mod:`spark_logsource.batching` defines it, cut by ``cut_batches``.
+    text, as Arrow column parts), or None when the column is SQL NULL on every row of the chunk. In a chunk of
+    several rows events (``per_row``: a run, :mod:`.rows_run`), the columns that vary by event (``pos``,
+    ``next_pos``, ``timestamp``, ``server_id``, ``row_index``) are numpy arrays of ``n`` values instead. It is a
+    chunk as :mod:`spark_logsource.batching` defines it, cut by ``cut_batches``.
     """
 
-    __slots__ = ("encoded", "first_row", "json", "n", "size", "values")
+    __slots__ = ("encoded", "first_row", "json", "n", "per_row", "size", "values")
 
     def __init__(self, values: list[Any], n: int, encoded: dict[int, ImageColumn | None], json: bool,
                  first_row: int = 0, fixed: int | None = None) -> None:
@@ -62,6 +64,7 @@ class Chunk:
         self.encoded = encoded
         self.json = json
         self.first_row = first_row
+        self.per_row = len(values) > POS and isinstance(values[POS], np.ndarray)
         # string and binary bytes the chunk puts into a batch (what Arrow's 2 GiB per column limit counts)
         # ``fixed``: the string bytes of the shared columns, when the caller knows them
         size = n * (sum(len(v) for v in values if isinstance(v, str)) if fixed is None else fixed)
@@ -84,7 +87,10 @@ class Chunk:
     def rows(self, lo: int, hi: int) -> Chunk:
         """The chunk of rows ``lo`` .. ``hi - 1``."""
         encoded = {i: None if cells is None else _slice_cells(cells, lo, hi) for i, cells in self.encoded.items()}
-        return Chunk(self.values, hi - lo, encoded, self.json, self.first_row + lo)
+        values = self.values
+        if self.per_row:
+            values = [v[lo:hi] if isinstance(v, np.ndarray) else v for v in values]
+        return Chunk(values, hi - lo, encoded, self.json, self.first_row + lo)
 
 
 def _cell_sizes(ends: bytes, n: int) -> np.ndarray:
@@ -244,11 +250,40 @@ class BatchBuilder:
         if len(batch):
             yield batch
 
+    def _per_row_column(self, i: int, chunks: list[Chunk]) -> pa.Array:
+        """Column ``i`` of chunks some of which hold it per row (runs of rows events); integers only."""
+        name, type_ = self.columns[i]
+        parts: list[np.ndarray] = []
+        nulls: list[np.ndarray] = []
+        for c in chunks:
+            value = c.values[i]
+            if isinstance(value, np.ndarray):
+                parts.append(value.astype(np.int64, copy=False))
+                nulls.append(np.zeros(c.n, dtype=bool))
+            elif i == self.row_index_column:
+                parts.append(np.arange(c.first_row, c.first_row + c.n, dtype=np.int64))
+                nulls.append(np.zeros(c.n, dtype=bool))
+            else:
+                parts.append(np.full(c.n, 0 if value is None else value, dtype=np.int64))
+                nulls.append(np.full(c.n, value is None))
+        values = np.concatenate(parts)
+        null = np.concatenate(nulls)
+        if name == "timestamp":
+            values = values * 1_000_000
+        mask = null if null.any() else None
+        if pa.types.is_int32(type_):
+            return pa.array(values.astype(np.int32), type_, mask=mask)
+        array = pa.array(values, pa.int64(), mask=mask)
+        return array if pa.types.is_int64(type_) else array.cast(type_)
+
     def _column(self, i: int, chunks: list[Chunk]) -> pa.Array:
         name, type_ = self.columns[i]
         counts, repeat = self._counts, self._repeat
         if name == "file":
             return string_column(self.path, int(counts.sum()))
+        if any(c.per_row for c in chunks) and (i == self.row_index_column
+                                                or any(isinstance(c.values[i], np.ndarray) for c in chunks)):
+            return self._per_row_column(i, chunks)
         if i == self.row_index_column:
             # first_row + position within the chunk, for every row
             if repeat is None:

@@ -30,7 +30,7 @@ from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, U
 from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
 from .header import HEADER_LEN, unpack_header
 
-__all__ = ["MAX_EVENT_SIZE", "BinlogEvent", "BinlogFile", "FramingError"]
+__all__ = ["MAX_EVENT_SIZE", "BinlogEvent", "BinlogFile", "FramingError", "Resume"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,16 @@ class FramingError:
     pos: int
     next_pos: int
     error: CorruptDataError
+
+
+class Resume:
+    """Where a walk in progress goes on: a consumer that read some events itself (:mod:`.rows_run`) sets ``at`` to
+    the offset after them, and the walk resumes there instead of at the next event."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at: int | None = None
 
 
 class _Window:
@@ -347,11 +357,17 @@ class BinlogFile:
             return None, CorruptDataError(self.path, pos, f"unknown event type {type_code} without a log_pos")
         return header, None
 
-    def events(self, start: int | None = None, stop: int | None = None) -> Iterator[BinlogEvent | FramingError]:
+    def window(self) -> tuple[bytes, int]:
+        """The walk's current buffer and the file offset of its first byte."""
+        return self._window.buf, self._window.start
+
+    def events(self, start: int | None = None, stop: int | None = None,
+               resume: Resume | None = None) -> Iterator[BinlogEvent | FramingError]:
         """Walk the events from ``start`` (default: the first after the FDE) to ``stop`` / the end.
 
         The FDE itself is yielded first when ``start`` is at or before offset 4. Events are yielded while their
-        ``pos`` < ``stop``; the caller may stop consuming at any time.
+        ``pos`` < ``stop``; the caller may stop consuming at any time. After an event, the walk goes on at
+        ``resume.at`` when the caller set it (it read the events up to there itself).
         """
         pos = self.first_event_pos if start is None else start
         end = self.size if stop is None else min(stop, self.size)
@@ -385,6 +401,8 @@ class BinlogFile:
                         yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
                                           buf[off + HEADER_LEN:stop - CRC_LEN])
                         pos += size
+                        if resume is not None and resume.at is not None:
+                            pos, resume.at = resume.at, None
                         continue
             header, error = self._check(pos)
             if header is not None:
@@ -397,8 +415,10 @@ class BinlogFile:
                     yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
                                       event[HEADER_LEN:size - crc_len])
                     pos += size
+                    if resume is not None and resume.at is not None:
+                        pos, resume.at = resume.at, None
                     continue
             assert error is not None
-            resume = self.resync(pos + 1)
-            yield FramingError(pos, resume, error)
-            pos = resume
+            good = self.resync(pos + 1)
+            yield FramingError(pos, good, error)
+            pos = good

@@ -63,7 +63,7 @@ from .tablemap import TableMap, string_length_from_meta
 from .values import column_decoder
 
 __all__ = ["KERNEL_AVAILABLE", "EncodedRows", "ImageColumn", "encode_rows_event", "encode_rows_event_c",
-           "encode_rows_event_py", "pack_images"]
+           "encode_rows_event_py", "kernel_plans", "pack_images"]
 
 log = logging.getLogger(__name__)
 
@@ -324,6 +324,19 @@ def _build_plan(table_map: TableMap, present: int) -> Any:
 # ---- the compiled path --------------------------------------------------------------------------------------
 
 
+def kernel_plans(table_map: TableMap, op: str, present: int, present_after: int, path: str | None,
+                 offset: int) -> tuple[Any, Any, str]:
+    """The compiled plans of an event's images (before/after; None: take the Python path) and its table's label,
+    looked up once per event: cached on the TableMap by op and column bitmaps."""
+    cache = table_map.row_decoder_cache
+    entry = cache.get((op, present, present_after))
+    if entry is None:
+        plan = _plan(table_map, present, path, offset)
+        plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
+        entry = cache[(op, present, present_after)] = (plan, plan_after, f"{table_map.database}.{table_map.table}")
+    return entry
+
+
 def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                         table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
                         max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
@@ -348,14 +361,7 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
                                                    max_uncompressed=max_uncompressed)
         table_map, op, table_id, flags = head.table_map, head.op, head.table_id, head.flags
         present, present_after = head.present, head.present_after
-    # one lookup per event for what the table map and the image shapes decide: both plans and the table's label
-    cache = table_map.row_decoder_cache
-    entry = cache.get((op, present, present_after))
-    if entry is None:
-        plan = _plan(table_map, present, path, offset)
-        plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
-        entry = cache[(op, present, present_after)] = (plan, plan_after, f"{table_map.database}.{table_map.table}")
-    plan, plan_after, label = entry
+    plan, plan_after, label = kernel_plans(table_map, op, present, present_after, path, offset)
     if plan is None or plan_after is None:
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,

@@ -9,7 +9,9 @@ splits partition the event chain exactly: their union equals the whole-file read
 row. A split at ``start == 0`` reads from the FDE. Events outside transactions (PREVIOUS_GTIDS, ROTATE,
 GTID_LIST, ...) are read by the split whose walk reaches them. The FDE is always taken from the file head.
 
-The events read are fed to a :class:`~.transactions.TransactionMachine`; ``stop_position`` ends the walk.
+The events read are fed to a :class:`~.transactions.TransactionMachine`; ``stop_position`` ends the walk. A rows
+event and the rows events after it of the same table and shape are read as one run by the kernel
+(:meth:`~.transactions.TransactionMachine.rows_run`), and the walk resumes after them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pyarrow as pa
 
 from ..errors import CorruptDataError, EncryptedBinlogError
 from .event_types import ROWS_TYPES
-from .events import BinlogFile, FramingError
+from .events import BinlogFile, FramingError, Resume
 from .transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
 
 __all__ = ["walk_range", "walk_split"]
@@ -30,11 +32,13 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
     """Feed the events of the split ``[start, end)`` of ``bf`` to ``machine``; yield its view's batches."""
     view = machine.view
     stop_pos = machine.options.stop_position
+    run_stop = bf.size if stop_pos is None else stop_pos
+    resume = Resume()
     if start <= 0:
-        walk = bf.events(0)
+        walk = bf.events(0, resume=resume)
         skipping = False
     else:
-        walk = bf.events(bf.resync(start))
+        walk = bf.events(bf.resync(start), resume=resume)
         skipping = True
     # The previous walked event: its type (-1 for a bad byte range, None before the first) and position.
     prev_type: int | None = None
@@ -60,7 +64,11 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
             # the bulk of a binlog: no group start, no query to decode (the general path below, without its tests)
             prev_type, prev_pos = item.type_code, pos
             try:
-                machine.rows_event(item)
+                run = machine.rows_run(item, bf.window(), run_stop, bf.crc_len, bf.verify_checksums)
+                if run is None:
+                    machine.rows_event(item)
+                else:
+                    resume.at, prev_pos = run.end, run.last_pos
             except EncryptedBinlogError as exc:
                 view.bad(pos, bf.size, exc)
                 break

@@ -31,7 +31,8 @@ from .payload import decode_payload_header, iter_payload_events, uncompress_payl
 from .query_event import decode_query
 from .read_options import BinlogReadOptions
 from .rows import peek_table_id
-from .rows_encode import EncodedRows, rows_encoder
+from .rows_encode import EncodedRows, encode_rows_event_c, rows_encoder
+from .rows_run import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, encode_run
 from .tablemap import TableMap, decode_table_map
 from .views import ViewWriter, table_map_data
 
@@ -94,6 +95,10 @@ class TransactionMachine:
     ``fde`` gives the post-header lengths (call :meth:`set_format` when a stream moves to another file);
     ``look_ahead`` serves the XID of oversized transactions (None: buffer them whole, the caller bounds them).
     """
+
+    #: Whether rows events may be read in runs by the kernel (:meth:`rows_run`); a subclass whose rows are decoded
+    #: its own way (``_encode_rows``) says no.
+    reads_runs = True
 
     def __init__(self, fde: FormatDescription, options: BinlogReadOptions, view: ViewWriter,
                  look_ahead: LookAhead | None = None) -> None:
@@ -285,6 +290,41 @@ class TransactionMachine:
     def rows_event(self, ev: BinlogEvent) -> None:
         """A rows event (what :meth:`process` does with one; a group never starts at one)."""
         self._rows_event(ev)
+
+    def rows_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int,
+                 verify: bool) -> RowsRun | None:
+        """``ev`` and the rows events after it in the walk's ``window`` (buffer, file offset of its first byte) of
+        the same table and shape, with offsets below ``stop``, read by one kernel call (:mod:`.rows_run`); None when
+        that path does not apply (events view, option filters, the Python reference, a transaction that must look
+        ahead for its XID, ...): then the caller hands ``ev`` to :meth:`rows_event`."""
+        if (not self.reads_runs or self.events_view or not self.view.filters.none
+                or self._encode_rows_event is not encode_rows_event_c):
+            return None
+        buffer = self.known_xid is None
+        max_rows, max_bytes = RUN_MAX_ROWS, RUN_MAX_BYTES
+        if buffer:
+            max_rows = min(max_rows, MAX_PENDING_ROWS - self.pending_rows)
+            max_bytes = min(max_bytes, MAX_PENDING_BYTES - self.pending_bytes)
+            if max_rows <= 0 or max_bytes <= 0:
+                return None
+        run = encode_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
+                         table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
+                         table_maps=self.table_maps, path=self.path, as_json=self.options.row_format == "json",
+                         max_rows=max_rows, max_bytes=max_bytes)
+        if run is None:
+            return None
+        if buffer and (self.pending_rows + run.rows.n > MAX_PENDING_ROWS
+                       or self.pending_bytes + run.event_bytes > MAX_PENDING_BYTES):
+            return None  # its first event alone is too much: the per-event path looks ahead for the XID
+        xid = None if buffer else self.known_xid[0]  # type: ignore[index]
+        values = self.view.run_values(run, self.gtid, xid, self.annotate)
+        if buffer:
+            self.pending.append((values, run.rows, run.event_bytes))
+            self.pending_rows += run.rows.n
+            self.pending_bytes += run.event_bytes
+        else:
+            self.view.changes(values, run.rows)
+        return run
 
     def _rows_event(self, ev: BinlogEvent) -> None:
         table_map = self._table_map_of(ev)

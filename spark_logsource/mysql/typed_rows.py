@@ -397,6 +397,7 @@ class _TableMachine(TransactionMachine):
     """The changes view's transaction machine, decoding the table's rows with the layout in force."""
 
     view: TableWriter
+    reads_runs = False  # its rows are decoded into typed columns by _encode_rows, not by the Variant kernel
 
     def _decode_table_map(self, ev: BinlogEvent) -> TableMap:
         """As the changes view's, without its warning about rows keyed ``@1``: this view names them itself."""

@@ -22,6 +22,7 @@ from .event_filters import EventFilters
 from .events import BinlogEvent
 from .read_options import BinlogReadOptions
 from .rows_encode import EncodedRows
+from .rows_run import RowsRun
 from .tablemap import TableMap
 
 __all__ = ["ViewWriter", "rows_event_data", "table_map_data"]
@@ -87,6 +88,13 @@ class ViewWriter:
         """The columns a rows event's changes share (the row images are added by :meth:`changes`)."""
         return [None, ev.pos, ev.next_pos, ev.timestamp, ev.server_id, gtid, xid, table_map.database,
                 table_map.table, op, None, None, None, statement if self.include_query else None, None]
+
+    def run_values(self, run: RowsRun, gtid: str | None, xid: int | None, statement: str | None) -> list[Any]:
+        """The columns of a run of rows events (:mod:`.rows_run`): those that vary by event as per-row arrays."""
+        pos, next_pos, timestamp, server_id, row_index = run.per_row()
+        table_map = run.table_map
+        return [None, pos, next_pos, timestamp, server_id, gtid, xid, table_map.database, table_map.table, run.op,
+                row_index, None, None, statement if self.include_query else None, None]
 
     def changes(self, values: list[Any], rows: EncodedRows, xid: int | None = None, set_xid: bool = False) -> None:
         """The changed rows of one rows event (``set_xid``: fill in the XID learnt at the transaction's end)."""

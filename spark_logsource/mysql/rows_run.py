@@ -1,0 +1,108 @@
+"""Runs of rows events encoded by one kernel call: the bulk of a binlog without Python per event.
+
+A multi-row INSERT, UPDATE or DELETE is written as consecutive rows events of one table, one event type and one
+pair of column bitmaps (``docs/formats/mysql-binlog.md`` "Rows events"). After the event walk has read the first
+of them, :func:`encode_run` hands the window's bytes to the kernel (``_kernel.encode_rows_run``), which frames the
+following events itself (header, size, CRC or ``log_pos``: the checks of :meth:`.events.BinlogFile.events`),
+checks that each is of the same table and shape, and encodes all their rows into one set of Arrow column parts.
+It stops before the first event that is anything else, or that its checks or its rows' decoding reject: that
+event goes back to the walk, so its error (or corrupt-record row) is exactly what the Python path gives.
+
+Python then runs once per run instead of once per event; the per-event columns (``pos``, ``next_pos``,
+``timestamp``, ``server_id``, ``row_index``) come back as arrays, one value per row.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CorruptDataError
+from .events import BinlogEvent
+from .rows_encode import _FAST_OPS, _FAST_V2, _OP_CODES, KERNEL_AVAILABLE, EncodedRows, ImageColumn, kernel_plans
+from .rows_encode import _kernel as kernel
+from .tablemap import TableMap
+
+__all__ = ["RUN_MAX_BYTES", "RUN_MAX_ROWS", "RowsRun", "encode_run"]
+
+#: At most this many rows per run (a run is one chunk of a batch; Spark's batches hold 8192 rows by default).
+RUN_MAX_ROWS = 16384
+#: At most this many event bytes per run.
+RUN_MAX_BYTES = 32 << 20
+
+#: The five int64 the kernel packs per event.
+_POS, _NEXT_POS, _TIMESTAMP, _SERVER_ID, _ROWS = range(5)
+
+
+@dataclass(slots=True)
+class RowsRun:
+    """Consecutive rows events of one table and shape, encoded together."""
+
+    table_map: TableMap
+    op: str
+    events: np.ndarray  #: int64 (k, 5): pos, next_pos, timestamp, server_id, rows of each event
+    rows: EncodedRows  #: every row of the run, in file order
+    event_bytes: int  #: bytes of the run's events
+
+    @property
+    def end(self) -> int:
+        """The file offset after the run's last event."""
+        return int(self.events[-1, _NEXT_POS])
+
+    @property
+    def last_pos(self) -> int:
+        return int(self.events[-1, _POS])
+
+    def per_row(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The columns that vary by event, one value per row: ``pos``, ``next_pos``, ``timestamp`` (seconds),
+        ``server_id`` (int64) and ``row_index`` (int32, the row's index within its own event)."""
+        counts = self.events[:, _ROWS]
+        pos, next_pos, timestamp, server_id = (np.repeat(self.events[:, c], counts)
+                                               for c in (_POS, _NEXT_POS, _TIMESTAMP, _SERVER_ID))
+        starts = np.zeros(len(counts), dtype=np.int64)
+        np.cumsum(counts[:-1], out=starts[1:])
+        row_index = (np.arange(len(pos), dtype=np.int64) - np.repeat(starts, counts)).astype(np.int32)
+        return pos, next_pos, timestamp, server_id, row_index
+
+
+def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len: int, verify: bool,
+               table_id_size: int, post_header_len: int, table_maps: dict[int, TableMap], path: str, as_json: bool,
+               max_rows: int = RUN_MAX_ROWS, max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
+    """The run of rows events that begins with ``ev``, read from ``buf`` (the walk's window: file offset
+    ``buf_start`` is ``buf[0]``), with file offsets below ``stop``; None when ``ev`` itself is not for the kernel
+    (the caller then takes the per-event path, which handles everything)."""
+    op = _FAST_OPS.get(ev.type_code)
+    start = ev.pos - buf_start
+    if not KERNEL_AVAILABLE or op is None or ev.inner_index is not None or start < 0 \
+            or ev.next_pos - buf_start > len(buf):
+        return None
+    head = kernel.rows_head(ev.body, table_id_size, post_header_len, ev.type_code in _FAST_V2, op == "update")
+    if head is None:
+        return None
+    table_id, _flags, _pos, ncols, present, present_after = head
+    table_map = table_maps.get(table_id)
+    if table_map is None or len(table_map.columns) != ncols:
+        return None
+    try:
+        plan, plan_after, label = kernel_plans(table_map, op, present, present_after, path, ev.pos)
+    except CorruptDataError:
+        return None  # the per-event path raises it where it belongs
+    if plan is None or plan_after is None:
+        return None
+    packed, n, first, second = kernel.encode_rows_run(
+        buf, start, len(buf), buf_start, stop, crc_len, verify, zlib.crc32, ev.type_code, table_id_size,
+        post_header_len, ev.type_code in _FAST_V2, table_id, ncols, present, present_after, plan, plan_after,
+        _OP_CODES[op], as_json, path, label, max_rows, max_bytes)
+    if not packed:
+        return None
+    events = np.frombuffer(packed, dtype="<i8").reshape(-1, 5)
+    images = ImageColumn(n, *first)
+    if op == "insert":
+        rows = EncodedRows(table_id, 0, op, n, None, images)
+    elif op == "delete":
+        rows = EncodedRows(table_id, 0, op, n, images, None)
+    else:
+        rows = EncodedRows(table_id, 0, op, n, images, ImageColumn(n, *second))
+    return RowsRun(table_map, op, events, rows, int((events[:, _NEXT_POS] - events[:, _POS]).sum()))
