@@ -1193,6 +1193,29 @@ static PyObject *side_result(const side *s, int json)
                          buf_bytes(&s->meta));
 }
 
+/* (first, second) as side_result gives them, second None unless the op is an UPDATE; NULL on error. */
+static PyObject *sides_result(const side *first, const side *second, int op, int json)
+{
+    PyObject *a = side_result(first, json);
+    PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(second, json) : Py_NewRef(Py_None));
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
+/* What an encode call owns, released. */
+static void encode_clear(mk_ctx *x, side *first, side *second)
+{
+    side_clear(first);
+    side_clear(second);
+    ls_buf_free(&x->vals);
+    ls_buf_free(&x->spans);
+    ls_buf_free(&x->tmp);
+}
+
 static mk_plan *get_plan(PyObject *capsule)
 {
     return (mk_plan *)PyCapsule_GetPointer(capsule, PLAN_CAPSULE);
@@ -1229,11 +1252,8 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
                           &path, &data_base, &in_block, &label))
         return NULL;
     PyObject *result = NULL;
-    mk_ctx x;
-    memset(&x, 0, sizeof x);
-    side first, second;
-    memset(&first, 0, sizeof first);
-    memset(&second, 0, sizeof second);
+    mk_ctx x = {0};
+    side first = {0}, second = {0};
     mk_plan *plan = get_plan(cap_before);
     mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
     if (plan == NULL || plan_after == NULL)
@@ -1252,21 +1272,14 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
     if (encode_event_rows(&x, &first, &second, plan, plan_after, op, (size_t)start))
         goto done;
     {
-        PyObject *a = side_result(&first, as_json);
-        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second, as_json) : Py_NewRef(Py_None));
-        if (a != NULL && b != NULL)
-            result = Py_BuildValue("(nNN)", x.nrows, a, b);
-        else {
-            Py_XDECREF(a);
-            Py_XDECREF(b);
+        PyObject *sides = sides_result(&first, &second, op, as_json);
+        if (sides != NULL) {
+            result = Py_BuildValue("(nOO)", x.nrows, PyTuple_GET_ITEM(sides, 0), PyTuple_GET_ITEM(sides, 1));
+            Py_DECREF(sides);
         }
     }
 done:
-    side_clear(&first);
-    side_clear(&second);
-    ls_buf_free(&x.vals);
-    ls_buf_free(&x.spans);
-    ls_buf_free(&x.tmp);
+    encode_clear(&x, &first, &second);
     PyBuffer_Release(&view);
     return result;
 }
@@ -1410,13 +1423,9 @@ static PyObject *encode_rows_run(PyObject *self, PyObject *args)
                           &max_rows, &max_bytes))
         return NULL;
     PyObject *result = NULL;
-    mk_ctx x;
-    memset(&x, 0, sizeof x);
-    side first, second;
-    memset(&first, 0, sizeof first);
-    memset(&second, 0, sizeof second);
-    ls_buf events;
-    memset(&events, 0, sizeof events);
+    mk_ctx x = {0};
+    side first = {0}, second = {0};
+    ls_buf events = {0};
     Py_ssize_t total_rows = 0, total_bytes = 0, nevents = 0;
     mk_plan *plan = get_plan(cap_before);
     mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
@@ -1483,22 +1492,16 @@ static PyObject *encode_rows_run(PyObject *self, PyObject *args)
         at += size;
     }
     {
-        PyObject *a = side_result(&first, as_json);
-        PyObject *b = a == NULL ? NULL : (op == OP_UPDATE ? side_result(&second, as_json) : Py_NewRef(Py_None));
-        if (a != NULL && b != NULL)
-            result = Py_BuildValue("(NnNN)", buf_bytes(&events), total_rows, a, b);
-        else {
-            Py_XDECREF(a);
-            Py_XDECREF(b);
+        PyObject *sides = sides_result(&first, &second, op, as_json);
+        if (sides != NULL) {
+            result = Py_BuildValue("(NnOO)", buf_bytes(&events), total_rows, PyTuple_GET_ITEM(sides, 0),
+                                   PyTuple_GET_ITEM(sides, 1));
+            Py_DECREF(sides);
         }
     }
 done:
-    side_clear(&first);
-    side_clear(&second);
+    encode_clear(&x, &first, &second);
     ls_buf_free(&events);
-    ls_buf_free(&x.vals);
-    ls_buf_free(&x.spans);
-    ls_buf_free(&x.tmp);
     PyBuffer_Release(&view);
     return result;
 }
