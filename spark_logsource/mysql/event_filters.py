@@ -59,6 +59,10 @@ def option_predicates(options: BinlogReadOptions) -> tuple[list[Predicate], list
     return header, kind
 
 
+#: The event columns every event of a run of rows events has in common.
+_RUN_FACTS = frozenset({"event_type", "event_type_code", "database", "table", "op"})
+
+
 class EventFilters:
     """The option filters and the pushed predicates, evaluated on event-level facts before decoding."""
 
@@ -73,6 +77,9 @@ class EventFilters:
         #: No filter at all: every event passes (checked once, not per event).
         self.none = not (self.header_predicates or self.type_predicates or self.op_predicates or self.databases
                          or self.table_patterns or self.predicates)
+        #: Every filter looks only at what a run of rows events shares (type, database, table, op), so the first
+        #: event's verdict is the run's (:mod:`.rows_run`).
+        self.same_for_a_run = not self.header_predicates and all(p.column in _RUN_FACTS for p in self.predicates)
 
     def header_ok(self, ev: BinlogEvent) -> bool:
         """Filters on the header alone (position, time, server id)."""

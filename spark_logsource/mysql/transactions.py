@@ -295,11 +295,18 @@ class TransactionMachine:
                  verify: bool) -> RowsRun | None:
         """``ev`` and the rows events after it in the walk's ``window`` (buffer, file offset of its first byte) of
         the same table and shape, with offsets below ``stop``, read by one kernel call (:mod:`.rows_run`); None when
-        that path does not apply (events view, option filters, the Python reference, a transaction that must look
-        ahead for its XID, ...): then the caller hands ``ev`` to :meth:`rows_event`."""
-        if (not self.reads_runs or self.events_view or not self.view.filters.none
+        that path does not apply (events view, filters on what differs between the events of a run, the Python
+        reference, a transaction that must look ahead for its XID, an event the filters drop, ...): then the caller
+        hands ``ev`` to :meth:`rows_event`."""
+        filters = self.view.filters
+        if (not self.reads_runs or self.events_view or not filters.same_for_a_run
                 or self._encode_rows_event is not encode_rows_event_c):
             return None
+        if not filters.none:
+            table_map = self.table_maps.get(peek_table_id(ev.body, table_id_size=self.table_id_size,
+                                                          path=self.path, offset=ev.pos))
+            if table_map is None or not self.view.rows_wanted(ev, table_map, et.ROWS_EVENT_OPS[ev.type_code]):
+                return None  # the per-event path skips it, or raises its error
         buffer = self.known_xid is None
         max_rows, max_bytes = RUN_MAX_ROWS, RUN_MAX_BYTES
         if buffer:

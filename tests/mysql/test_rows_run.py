@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError
+from spark_logsource.filters import Predicate
 from spark_logsource.mysql import rows_run, transactions
 from spark_logsource.mysql.events import BinlogFile, FramingError
 from spark_logsource.mysql.rows_encode import KERNEL_AVAILABLE, encode_rows_event_c
@@ -86,13 +88,14 @@ def kernel_runs(monkeypatch: pytest.MonkeyPatch) -> list[rows_run.RowsRun]:
     return seen
 
 
-def read(path: Path, runs: bool, monkeypatch: pytest.MonkeyPatch, **options: str) -> pa.Table:
+def read(path: Path, runs: bool, monkeypatch: pytest.MonkeyPatch, predicates: Sequence[Predicate] = (),
+         **options: str) -> pa.Table:
     """Every split of ``path`` read in turn (as Spark's tasks do), with or without the run path."""
     with monkeypatch.context() as patch:
         if not runs:
             patch.setattr(transactions.TransactionMachine, "rows_run", lambda self, *args, **kwargs: None)
         fmt = make_format("mysql-binlog", str(path), options)
-        batches = [b for split in fmt.plan(fmt.list_files(), []) for b in fmt.read_split(split, [])]
+        batches = [b for split in fmt.plan(fmt.list_files(), predicates) for b in fmt.read_split(split, predicates)]
         return pa.Table.from_batches(batches, schema=fmt.schema())
 
 
@@ -109,6 +112,21 @@ def test_runs_equal_the_per_event_path(run_binlog: RunBinlog, kernel_runs: list,
     without = read(run_binlog.path, False, monkeypatch, **options)
     assert with_runs.equals(without)
     assert Counter(with_runs.column("op").to_pylist()) == run_binlog.counts
+
+
+@pytest.mark.parametrize(("options", "predicates", "runs_expected"), [
+    ({"tables": "g_run.t"}, [], True),
+    ({"ops": "update,delete"}, [], True),
+    ({}, [Predicate("table", "=", "t"), Predicate("op", "in", ("insert", "delete"))], True),
+    ({}, [Predicate("table", "=", "other")], False),
+    ({"startDatetime": "2000-01-01 00:00:00"}, [], False),  # a filter on the event header: per event
+], ids=["tables", "ops", "pushed-table-op", "pushed-other-table", "start-datetime"])
+def test_filters_with_runs_equal_the_per_event_path(run_binlog: RunBinlog, kernel_runs: list,
+                                                    monkeypatch: pytest.MonkeyPatch, options: dict[str, str],
+                                                    predicates: list[Predicate], runs_expected: bool) -> None:
+    with_runs = read(run_binlog.path, True, monkeypatch, predicates, **options)
+    assert bool(kernel_runs) == runs_expected
+    assert with_runs.equals(read(run_binlog.path, False, monkeypatch, predicates, **options))
 
 
 def test_a_stop_position_inside_a_run(run_binlog: RunBinlog, kernel_runs: list,
