@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from ..errors import CorruptDataError, EncryptedBinlogError
 from .event_types import ROWS_TYPES
-from .events import BinlogFile, FramingError, Resume
+from .events import BinlogEvent, BinlogFile, FramingError, Resume
+from .rows_run import RowsRun
 from .transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
 
 __all__ = ["walk_range", "walk_split"]
@@ -122,7 +123,9 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
     the file's start with its FDE, so no sync search is needed.
     """
     view = machine.view
-    for item in bf.events(0 if start <= 4 else start):
+    run_stop = bf.size if stop is None else stop
+    resume = Resume()
+    for item in bf.events(0 if start <= 4 else start, resume=resume):
         if stop is not None and item.pos >= stop:
             break
         if isinstance(item, FramingError):
@@ -130,7 +133,12 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
             machine.prev_type = -1
         else:
             try:
-                machine.feed(item)
+                run = _run_in_range(bf, item, run_stop, machine)
+                if run is None:
+                    machine.feed(item)
+                else:  # a rows event never starts a group: what feed() does with one, for the whole run
+                    machine.prev_type = item.type_code
+                    resume.at = run.end
             except EncryptedBinlogError as exc:
                 view.bad(item.pos, bf.size, exc)
                 break
@@ -138,3 +146,13 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
             yield from view.emit(final=False)
     machine.finish()
     yield from view.emit()
+
+
+def _run_in_range(bf: BinlogFile, item: BinlogEvent, stop: int, machine: TransactionMachine) -> RowsRun | None:
+    """The run of rows events starting at ``item`` (None: feed ``item`` alone, which reports any error it has)."""
+    if item.type_code not in ROWS_TYPES:
+        return None
+    try:
+        return machine.rows_run(item, bf.window(), stop, bf.crc_len, bf.verify_checksums)
+    except CorruptDataError:
+        return None

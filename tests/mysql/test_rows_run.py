@@ -9,6 +9,7 @@ the run path must give exactly its table, its errors and its corrupt-record rows
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections import Counter
 from collections.abc import Sequence
@@ -200,3 +201,37 @@ def test_a_copy_under_another_name_reads_the_same(run_binlog: RunBinlog, kernel_
     table = read(copy, True, monkeypatch)
     assert set(table.column("file").to_pylist()) == {str(copy)}
     assert table.drop_columns(["file"]).equals(read(run_binlog.path, False, monkeypatch).drop_columns(["file"]))
+
+
+def _read_ranges(path: Path, runs: bool, monkeypatch: pytest.MonkeyPatch, cuts: Sequence[int]) -> pa.Table:
+    """The file read as the directory tail reads it: ranges between transaction boundaries (``walk_range``)."""
+    from spark_logsource.mysql.read_options import BinlogReadOptions
+    from spark_logsource.mysql.splits import walk_range
+    from spark_logsource.mysql.views import ViewWriter
+
+    options = BinlogReadOptions()
+    bounds: list[int | None] = [4, *cuts, None]
+    batches = []
+    with monkeypatch.context() as patch:
+        if not runs:
+            patch.setattr(transactions.TransactionMachine, "rows_run", lambda self, *args, **kwargs: None)
+        for start, stop in itertools.pairwise(bounds):
+            with BinlogFile(None, str(path)) as bf:
+                machine = transactions.TransactionMachine(bf.fde, options, ViewWriter(str(path), options, ()),
+                                                          look_ahead=lambda pos, bf=bf: bf.events(pos))
+                batches += list(walk_range(bf, start, stop, machine))
+    return pa.Table.from_batches(batches)
+
+
+def test_the_directory_tails_ranges_read_runs_too(run_binlog: RunBinlog, kernel_runs: list,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    with BinlogFile(None, str(run_binlog.path)) as bf:
+        starts = [e.pos for e in bf.events()
+                  if not isinstance(e, FramingError) and e.type_code in transactions.GROUP_TYPES]
+    assert len(starts) >= 3
+    whole = _read_ranges(run_binlog.path, True, monkeypatch, [])
+    assert max(len(run.events) for run in kernel_runs) > 5
+    assert whole.equals(_read_ranges(run_binlog.path, False, monkeypatch, []))
+    pieces = _read_ranges(run_binlog.path, True, monkeypatch, starts[1:])
+    assert pieces.equals(whole)
+    assert Counter(whole.column("op").to_pylist()) == run_binlog.counts
