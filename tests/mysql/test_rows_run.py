@@ -139,6 +139,14 @@ def test_a_stop_position_inside_a_run(run_binlog: RunBinlog, kernel_runs: list,
     assert max(with_runs.column("pos").to_pylist()) < stop
 
 
+def test_a_stop_position_past_any_file(run_binlog: RunBinlog, kernel_runs: list,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond what a C offset holds (2**64): the same as no stop position."""
+    with_runs = read(run_binlog.path, True, monkeypatch, stopPosition=str(2**64))
+    assert kernel_runs
+    assert with_runs.equals(read(run_binlog.path, False, monkeypatch))
+
+
 def test_the_pending_rows_limit_inside_a_run(run_binlog: RunBinlog, kernel_runs: list,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A transaction over MAX_PENDING_ROWS looks ahead for its XID in the middle of a run."""
