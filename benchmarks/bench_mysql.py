@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from local_spark import jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
 from mariadb_server import REPO, open_server, tcp_settings
@@ -271,16 +272,17 @@ def spark_cpu_seconds() -> float:
     return _cpu_seconds() + (process_tree_cpu(jvm_pid(spark)) if spark is not None else 0.0)
 
 
-def read_splits(path: Path, split_bytes: int | None = None, count_only: bool = False) -> int:
-    """Read ``path`` split after split in this process, as Spark's tasks would (Spark's default
-    ``maxPartitionBytes`` unless given); return the row count, or with ``count_only`` the number of splits."""
+def planned_splits(path: Path, split_bytes: int | None = None) -> tuple[Any, list]:
+    """The format reading ``path`` and the splits it plans (Spark's default ``maxPartitionBytes`` unless given)."""
     from spark_logsource.api import make_format
 
-    options = {} if split_bytes is None else {"maxPartitionBytes": str(split_bytes)}
-    fmt = make_format("mysql-binlog", str(path), options)
-    splits = fmt.plan(fmt.list_files(), [])
-    if count_only:
-        return len(splits)
+    fmt = make_format("mysql-binlog", str(path), {} if split_bytes is None else {"maxPartitionBytes": str(split_bytes)})
+    return fmt, fmt.plan(fmt.list_files(), [])
+
+
+def read_splits(path: Path, split_bytes: int | None = None) -> int:
+    """Read ``path`` split after split in this process, as Spark's tasks would; return the row count."""
+    fmt, splits = planned_splits(path, split_bytes)
     return sum(batch.num_rows for split in splits for batch in fmt.read_split(split, []))
 
 
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             results.setdefault(key, []).append(timed(key, action, n, cpu_seconds))
 
         count_iter_batches(path)  # warm-up, not timed: imports, the kernel, the page cache
-        splits = read_splits(path, count_only=True)
+        splits = len(planned_splits(path)[1])
         # side by side, --repeat times: a ratio is taken within one repetition (the machine is shared)
         for _ in range(args.repeat):
             measure("iter_batches", lambda: count_iter_batches(path))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
+from ..io.window import READ_CHUNK, Window, source_size
 from .checksum import CRC_LEN, event_crc_ok
 from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, UNKNOWN
 from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
@@ -38,7 +39,7 @@ log = logging.getLogger(__name__)
 MAX_EVENT_SIZE = (1 << 30) + 4096
 #: Inflated size cap for ``.gz`` binlogs (they are read whole).
 DEFAULT_MAX_GZ_SIZE = 4 << 30
-_CHUNK = 1 << 20
+_CHUNK = READ_CHUNK
 _GZIP_MAGIC = b"\x1f\x8b"
 _KNOWN = frozenset(code for code in EVENT_TYPE_NAMES if code != UNKNOWN)
 _KNOWN_TYPES = np.zeros(256, dtype=bool)
@@ -85,39 +86,6 @@ class Resume:
 
     def __init__(self) -> None:
         self.at: int | None = None
-
-
-class _Window:
-    """Random reads of a seekable file through one bounded buffer."""
-
-    def __init__(self, stream: Any, size: int) -> None:
-        self.stream = stream
-        self.size = size
-        self.buf = b""
-        self.start = 0
-
-    def get(self, pos: int, length: int) -> bytes:
-        """Bytes ``[pos, pos + length)`` (fewer at the end of the file)."""
-        end = min(pos + length, self.size)
-        if self.start <= pos and end <= self.start + len(self.buf):
-            return self.buf[pos - self.start:end - self.start]
-        self.stream.seek(pos)
-        want = max(end - pos, _CHUNK)
-        want = min(want, self.size - pos)
-        data = self.stream.read(want)
-        self.buf, self.start = bytes(data), pos
-        return self.buf[:end - pos]
-
-
-def _stream_size(stream: Any) -> int:
-    size = getattr(stream, "size", None)
-    if callable(size):
-        return int(size())
-    here = stream.tell()
-    stream.seek(0, io.SEEK_END)
-    end = stream.tell()
-    stream.seek(here)
-    return end
 
 
 def inflate_gzip(stream: Any, path: str, max_size: int) -> tuple[bytes, CorruptDataError | None]:
@@ -194,8 +162,8 @@ class BinlogFile:
                 source = io.BytesIO(data)
                 if self.gzip_error is not None:
                     log.warning("%s", self.gzip_error)
-            self.size = _stream_size(source)
-            self._window = _Window(source, self.size)
+            self.size = source_size(source)
+            self._window = Window(source, self.size)
             self.fde: FormatDescription = self._read_head()
         except BaseException:
             self.close()
@@ -280,7 +248,7 @@ class BinlogFile:
         chunk at a time beside it, so a candidate claiming a huge size never costs a buffer of that size."""
         if size <= _CHUNK:
             return event_crc_ok(self._window.get(pos, size))
-        stream = self._window.stream
+        stream = self._window.source
         stream.seek(pos)
         crc, left = 0, size - CRC_LEN
         while left > 0:
@@ -313,7 +281,7 @@ class BinlogFile:
         avail = min(n + HEADER_LEN - 1, self.size - pos)
         if avail < HEADER_LEN:
             return []
-        stream = self._window.stream
+        stream = self._window.source
         stream.seek(pos)
         raw = np.frombuffer(bytes(stream.read(avail)), dtype=np.uint8)
         m = len(raw) - HEADER_LEN + 1
@@ -359,7 +327,7 @@ class BinlogFile:
 
     def window(self) -> tuple[bytes, int]:
         """The walk's current buffer and the file offset of its first byte."""
-        return self._window.buf, self._window.start
+        return self._window.data, self._window.start
 
     def events(self, start: int | None = None, stop: int | None = None,
                resume: Resume | None = None) -> Iterator[BinlogEvent | FramingError]:
@@ -386,7 +354,7 @@ class BinlogFile:
             if verify:
                 # The common case without a call per check: the whole event is in the window's buffer, and it passes
                 # what _check and the CRC test below accept; anything else takes the general path (and its errors).
-                buf = window.buf
+                buf = window.data
                 off = pos - window.start
                 if 0 <= off <= len(buf) - HEADER_LEN:
                     header = unpack_header(buf, off)

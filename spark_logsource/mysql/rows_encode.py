@@ -63,7 +63,7 @@ from .tablemap import TableMap, string_length_from_meta
 from .values import column_decoder
 
 __all__ = ["KERNEL_AVAILABLE", "EncodedRows", "ImageColumn", "encode_rows_event", "encode_rows_event_c",
-           "encode_rows_event_py", "kernel_plans", "pack_images"]
+           "encode_rows_event_py", "kernel_head", "kernel_plans", "kernel_rows", "pack_images"]
 
 log = logging.getLogger(__name__)
 
@@ -324,6 +324,19 @@ def _build_plan(table_map: TableMap, present: int) -> Any:
 # ---- the compiled path --------------------------------------------------------------------------------------
 
 
+def kernel_head(event_type: int, body: bytes | memoryview, table_id_size: int, post_header_len: int,
+                table_maps: Mapping[int, TableMap]) -> tuple[str, tuple, TableMap] | None:
+    """``(op, head, table_map)`` of a rows event whose head the kernel reads (``head`` as ``_kernel.rows_head``
+    gives it) and whose TABLE_MAP is known with as many columns, else None (the Python reader decides)."""
+    op = _FAST_OPS.get(event_type)
+    head = None if op is None else _kernel.rows_head(body, table_id_size, post_header_len, event_type in _FAST_V2,
+                                                     op == "update")
+    table_map = None if head is None else table_maps.get(head[0])
+    if table_map is None or len(table_map.columns) != head[3]:  # type: ignore[index]
+        return None
+    return op, head, table_map  # type: ignore[return-value]
+
+
 def kernel_plans(table_map: TableMap, op: str, present: int, present_after: int, path: str | None,
                  offset: int) -> tuple[Any, Any, str]:
     """The compiled plans of an event's images (before/after; None: take the Python path) and its table's label,
@@ -346,13 +359,10 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    op = _FAST_OPS.get(event_type)
-    fast = None if op is None else _kernel.rows_head(body, table_id_size, post_header_len, event_type in _FAST_V2,
-                                                     op == "update")
-    table_map = None if fast is None else table_maps.get(fast[0])
-    if table_map is not None and len(table_map.columns) == fast[3]:
+    fast = kernel_head(event_type, body, table_id_size, post_header_len, table_maps)
+    if fast is not None:
         # the common case, read by the kernel: a well-formed uncompressed head (what parse_rows_head returns)
-        table_id, flags, pos, _ncols, present, present_after = fast
+        op, (table_id, flags, pos, _ncols, present, present_after), table_map = fast
         data, data_base, in_block = body, offset + 19, False
     else:
         head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
@@ -368,13 +378,18 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
                                     max_uncompressed=max_uncompressed)
     n, first, second = _kernel.encode_rows(data, pos, plan, plan_after, _OP_CODES[op], as_json, path, data_base,
                                            in_block, label)
-    # first / second: the images in event order (update: before, after; insert: after; delete: before).
+    return kernel_rows(table_id, flags, op, n, first, second)
+
+
+def kernel_rows(table_id: int, flags: int, op: str, n: int, first: tuple, second: tuple | None) -> EncodedRows:
+    """The kernel's two sides as EncodedRows: ``first`` / ``second`` are the images in event order (update: before,
+    after; insert: after; delete: before)."""
     images = ImageColumn(n, *first)
     if op == "insert":
         return EncodedRows(table_id, flags, op, n, None, images)
     if op == "delete":
         return EncodedRows(table_id, flags, op, n, images, None)
-    return EncodedRows(table_id, flags, op, n, images, ImageColumn(n, *second))
+    return EncodedRows(table_id, flags, op, n, images, ImageColumn(n, *second))  # type: ignore[misc]
 
 
 def _use_kernel() -> bool:

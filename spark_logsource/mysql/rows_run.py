@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import CorruptDataError
 from .events import BinlogEvent
-from .rows_encode import _FAST_OPS, _FAST_V2, _OP_CODES, KERNEL_AVAILABLE, EncodedRows, ImageColumn, kernel_plans
+from .rows_encode import _FAST_V2, _OP_CODES, KERNEL_AVAILABLE, EncodedRows, kernel_head, kernel_plans, kernel_rows
 from .rows_encode import _kernel as kernel
 from .tablemap import TableMap
 
@@ -73,24 +73,20 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
     """The run of rows events that begins with ``ev``, read from ``buf`` (the walk's window: file offset
     ``buf_start`` is ``buf[0]``), with file offsets below ``stop``; None when ``ev`` itself is not for the kernel
     (the caller then takes the per-event path, which handles everything)."""
-    op = _FAST_OPS.get(ev.type_code)
     start = ev.pos - buf_start
-    if not KERNEL_AVAILABLE or op is None or ev.inner_index is not None or start < 0 \
-            or ev.next_pos - buf_start > len(buf):
+    if not KERNEL_AVAILABLE or ev.inner_index is not None or start < 0 or ev.next_pos - buf_start > len(buf):
         return None
-    head = kernel.rows_head(ev.body, table_id_size, post_header_len, ev.type_code in _FAST_V2, op == "update")
-    if head is None:
+    fast = kernel_head(ev.type_code, ev.body, table_id_size, post_header_len, table_maps)
+    if fast is None:
         return None
-    table_id, _flags, _pos, ncols, present, present_after = head
-    table_map = table_maps.get(table_id)
-    if table_map is None or len(table_map.columns) != ncols:
-        return None
+    op, (table_id, _flags, _pos, ncols, present, present_after), table_map = fast
     try:
         plan, plan_after, label = kernel_plans(table_map, op, present, present_after, path, ev.pos)
     except CorruptDataError:
         return None  # the per-event path raises it where it belongs
     if plan is None or plan_after is None:
         return None
+    stop = min(stop, buf_start + len(buf))  # nothing past the buffer is read; and it fits the kernel's int64
     packed, n, first, second = kernel.encode_rows_run(
         buf, start, len(buf), buf_start, stop, crc_len, verify, zlib.crc32, ev.type_code, table_id_size,
         post_header_len, ev.type_code in _FAST_V2, table_id, ncols, present, present_after, plan, plan_after,
@@ -98,11 +94,5 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
     if not packed:
         return None
     events = np.frombuffer(packed, dtype="<i8").reshape(-1, 5)
-    images = ImageColumn(n, *first)
-    if op == "insert":
-        rows = EncodedRows(table_id, 0, op, n, None, images)
-    elif op == "delete":
-        rows = EncodedRows(table_id, 0, op, n, images, None)
-    else:
-        rows = EncodedRows(table_id, 0, op, n, images, ImageColumn(n, *second))
+    rows = kernel_rows(table_id, 0, op, n, first, second)
     return RowsRun(table_map, op, events, rows, int((events[:, _NEXT_POS] - events[:, _POS]).sum()))

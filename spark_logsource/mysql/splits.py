@@ -33,7 +33,7 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
     """Feed the events of the split ``[start, end)`` of ``bf`` to ``machine``; yield its view's batches."""
     view = machine.view
     stop_pos = machine.options.stop_position
-    run_stop = bf.size if stop_pos is None else min(stop_pos, bf.size)  # an offset the kernel can hold
+    run_stop = bf.size if stop_pos is None else stop_pos
     resume = Resume()
     if start <= 0:
         walk = bf.events(0, resume=resume)
@@ -123,7 +123,7 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
     the file's start with its FDE, so no sync search is needed.
     """
     view = machine.view
-    run_stop = bf.size if stop is None else min(stop, bf.size)
+    run_stop = bf.size if stop is None else stop
     resume = Resume()
     for item in bf.events(0 if start <= 4 else start, resume=resume):
         if stop is not None and item.pos >= stop:
