@@ -17,7 +17,9 @@ same server streams the same file), then times in one run:
 
 and prints a markdown table of rows/s, CPU seconds per million rows and the ratios to mariadb-binlog, then the
 peak RSS of ``iter_batches`` over the file and over a ``--big-factor`` times larger one (made by the same
-server). ``--profile`` adds a cProfile of ``iter_batches``.
+server). ``--profile`` adds a cProfile of ``iter_batches``. ``--decoding-free`` also times the Spark read with our
+decoding taken out (the same batches, decoded beforehand, served from a memory-mapped Arrow file): Spark's own
+cost, the best any Python data source can do here.
 
 ``--shape wide`` / ``--shape narrow`` make instead an insert-only binlog of a table of 50 columns (the id, 40
 ``VARCHAR(64)`` texts ``'text k of row i'``, 9 MariaDB ``JSON`` documents ``{"id": i, "tag": "tag k", "vals": [k,
@@ -25,6 +27,7 @@ i, 3], "ok": true}``; 100 rows per INSERT) or of 2 integer columns (``id INT``, 
 
     python3 benchmarks/bench_mysql.py [--workdir /tmp/spark-logsource-bench] [--rows 500000] [--profile]
         [--shape base|wide|narrow] [--splits N] [--big-factor 10] [--no-pmr] [--no-spark] [--no-rss]
+        [--decoding-free]
 """
 
 from __future__ import annotations
@@ -264,6 +267,64 @@ def spark_noop(path: Path, **options: str) -> Callable[[], int]:
     return run
 
 
+def spark_noop_decoding_free(path: Path, parts: int) -> Callable[[], int]:
+    """The same Spark read with the decoding taken out: what any Python data source can reach on this machine.
+
+    A data source of this benchmark yields the very batches ``mysql-binlog`` makes for ``path`` (same schema, same
+    rows), decoded beforehand into an Arrow IPC file next to the workload that each of ``parts`` tasks
+    memory-maps and yields a share of: the Python workers only hand batches over, so what is left is Spark's own
+    cost (the Arrow stream to the JVM, the conversion into rows) and ours is zero."""
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    import spark_logsource
+    from spark_logsource.api import make_format
+    from spark_logsource.readers.schema import spark_schema
+
+    arrow_path = path.parent.parent.parent / f"{path.name}.batches.arrow"
+    if not arrow_path.exists():
+        batches = spark_logsource.iter_batches("mysql-binlog", [str(path)])
+        first = next(batches)
+        with pa.ipc.new_file(str(arrow_path), first.schema) as writer:
+            writer.write_batch(first)
+            for batch in batches:
+                writer.write_batch(batch)
+    schema = spark_schema(make_format("mysql-binlog", [str(path)], {}).schema())
+    where = str(arrow_path)
+
+    class PrebuiltReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(parts)]
+
+        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
+            reader = pa.ipc.open_file(pa.memory_map(where))
+            n = reader.num_record_batches
+            for i in range(partition.value * n // parts, (partition.value + 1) * n // parts):
+                yield reader.get_batch(i)
+
+    class Prebuilt(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench-prebuilt-batches"
+
+        def schema(self):  # type: ignore[no-untyped-def]
+            return schema
+
+        def reader(self, schema):  # type: ignore[no-untyped-def]
+            return PrebuiltReader()
+
+    spark = SparkSession.getActiveSession()
+    assert spark is not None, "spark_noop() starts the session first"
+    spark.dataSource.register(Prebuilt)
+
+    def run() -> int:
+        spark.read.format("bench-prebuilt-batches").load().write.format("noop").mode("overwrite").save()
+        return -1
+
+    return run
+
+
 def spark_cpu_seconds() -> float:
     """CPU seconds so far of this process, its reaped children, and the active session's JVM with its workers."""
     from pyspark.sql import SparkSession
@@ -338,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big-factor", type=int, default=10,
                         help="the peak-RSS comparison's second binlog has this many times the rows")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS comparison")
+    parser.add_argument("--decoding-free", action="store_true",
+                        help="also time Spark over our batches decoded beforehand (Spark's own cost: the ceiling)")
     parser.add_argument("--shape", choices=("base", "wide", "narrow"), default="base",
                         help="base: the 8-column table with updates and deletes; wide / narrow: see the docstring")
     args = parser.parse_args(argv)
@@ -378,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.splits > 0:
                 spark_runs["spark noop splits"] = spark_noop(
                     path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
+            if args.decoding_free:
+                spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits)
             spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
                 for key, run in spark_runs.items():
@@ -429,6 +494,9 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
                       f'split{"s" if default_splits > 1 else ""} (the default `maxPartitionBytes`)²',
         "spark noop 1 split": "Spark `local[2]` → `noop`, 1 split²",
         "spark noop splits": f"Spark `local[2]` → `noop`, {splits} splits (`maxPartitionBytes`)²",
+        "spark noop decoding free": f"the same Spark read with the decoding taken out: our batches, decoded "
+                                    f"beforehand, from a memory-mapped Arrow file in {default_splits} "
+                                    f"task{'s' if default_splits > 1 else ''}²",
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set everything up (Debian packages included) and run the whole test suite, then ruff.
-# With arguments, they go to one pytest run; without, the suite runs twice: once with the compiled kernels, then
-# the decoder tests again with SPARK_LOGSOURCE_PURE_PYTHON=1 (the pure-Python references must pass them too).
+# Set everything up (Debian packages included), run ruff, then the tests. With arguments, they go to one pytest run.
+# Without, three passes: the decoder tests with SPARK_LOGSOURCE_PURE_PYTHON=1 (the pure-Python references must pass
+# them too) beside the kernels' tests under AddressSanitizer, then the whole suite with the compiled kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --system
@@ -10,8 +10,23 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/
 if (($#)); then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-echo "test: pure-Python pass (decoders without the C kernels)" >&2
+# Two single-process passes side by side (one core each): the pure-Python decoders, and the compiled kernels'
+# tests under AddressSanitizer (scripts/asan.sh).
+asan_log="$(mktemp)"
+bash scripts/asan.sh >"$asan_log" 2>&1 &
+asan_pid=$!
+trap 'pkill -P "$asan_pid" 2>/dev/null; kill "$asan_pid" 2>/dev/null; rm -f "$asan_log"' EXIT
+echo "test: pure-Python pass (decoders without the C kernels); the kernels under AddressSanitizer beside it" >&2
 SPARK_LOGSOURCE_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
   tests/kernels tests/tarantool tests/mysql
+if wait "$asan_pid"; then
+  echo "test: AddressSanitizer pass: $(tail -n 1 "$asan_log")" >&2
+else
+  echo "test: the AddressSanitizer pass failed:" >&2
+  tail -n 100 "$asan_log" >&2
+  exit 1
+fi
+rm -f "$asan_log"
+trap - EXIT
 echo "test: the whole suite with the compiled kernels" >&2
 exec .venv/bin/python -m pytest -q -p no:cacheprovider

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Generic, Protocol, TypeVar
 
+import numpy as np
+
 #: Variable-width bytes (strings, binaries, Variant values and metadata) in one output batch at most.
 MAX_BATCH_BYTES = 256 << 20
 
@@ -46,22 +48,23 @@ def cut_batches(chunks: Iterable[C], batch_size: int, max_bytes: int = MAX_BATCH
             rows += chunk.n
             size += chunk.size
             continue
-        sizes = chunk.row_bytes()
+        # where each row ends, in bytes from the chunk's start: the rows that fit are found by bisection, not
+        # one Python step per row (a run of rows events is a chunk of up to 16384 rows)
+        ends = np.cumsum(np.asarray(chunk.row_bytes(), dtype=np.int64))
         lo = 0
         while lo < chunk.n:
-            # as many of this chunk's rows as fit the current batch (at least one row per batch)
-            hi, taken = lo, 0
-            while hi < chunk.n and ((not group and hi == lo) or (
-                    rows + hi - lo < batch_size and size + taken + sizes[hi] <= max_bytes)):
-                taken += sizes[hi]
-                hi += 1
-            if hi == lo:  # the batch is full
-                yield group
-                group, rows, size = [], 0, 0
-                continue
+            before = int(ends[lo - 1]) if lo else 0
+            # as many of this chunk's rows as fit the current batch: at least one row per batch
+            hi = min(chunk.n, lo + batch_size - rows, int(np.searchsorted(ends, before + max_bytes - size, "right")))
+            if hi <= lo:
+                if group:  # the batch is full
+                    yield group
+                    group, rows, size = [], 0, 0
+                    continue
+                hi = lo + 1  # one row larger than the byte cap: a batch of its own
             group.append(chunk if lo == 0 and hi == chunk.n else chunk.rows(lo, hi))  # type: ignore[arg-type]
             rows += hi - lo
-            size += taken
+            size += int(ends[hi - 1]) - before
             lo = hi
     if group:
         yield group

@@ -35,6 +35,7 @@ from ..errors import AuthenticationError, DataLossError, OptionError, SourceErro
 from ..net import Secret
 from . import event_types as et
 from .checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
+from .connection import connect
 from .events import MAX_EVENT_SIZE, BinlogEvent
 from .fde import FormatDescription, decode_fde
 from .header import HEADER_LEN, unpack_header
@@ -140,15 +141,13 @@ class ReplicationClient:
 
     # -- connection -------------------------------------------------------------------------------------------
     def connect(self) -> ReplicationClient:
-        try:
-            import pymysql
-        except ImportError:  # pragma: no cover - an optional extra
-            raise OptionError("uri", "the live source needs pymysql: pip install 'spark-logsource[live]'") from None
         s = self.settings
         try:
-            self._conn = pymysql.connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
-                                         connect_timeout=s.connect_timeout, read_timeout=s.read_timeout,
-                                         write_timeout=s.read_timeout, autocommit=True, charset="utf8mb4")
+            self._conn = connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
+                                 connect_timeout=s.connect_timeout, read_timeout=s.read_timeout,
+                                 write_timeout=s.read_timeout, autocommit=True, charset="utf8mb4")
+        except ImportError:  # pragma: no cover - an optional extra
+            raise OptionError("uri", "the live source needs pymysql: pip install 'spark-logsource[live]'") from None
         except Exception as exc:
             raise self.error(exc, None, "cannot connect") from None
         return self

@@ -37,7 +37,6 @@ box.cfg{
     wal_max_size = %(wal_max_size)d,
     memtx_memory = 512 * 1024 * 1024,
 }
-require('console').listen('unix/:%(dir)s/admin.sock')
 box.once('live-test-users', function()
     box.schema.user.create('%(user)s', {password = '%(password)s'})
     box.schema.user.grant('%(user)s', 'replication')
@@ -47,6 +46,8 @@ box.once('live-test-users', function()
     local sy = box.schema.space.create('sy', {is_sync = true})
     sy:create_index('pk')
 end)
+-- last: start() waits for the console, and box.once above yields (WAL writes) while it creates the users and spaces
+require('console').listen('unix/:%(dir)s/admin.sock')
 """
 
 
