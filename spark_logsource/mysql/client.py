@@ -333,14 +333,18 @@ class ReplicationClient:
                 item: Any = exc
             else:
                 item = data
-            while not self._stop.is_set():
-                try:
-                    packets.put(item, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
+            self._hand_over(packets, item)
             if not isinstance(item, bytes) or (item[:1] == b"\xfe" and len(item) < 9):
                 return
+
+    def _hand_over(self, packets: queue.Queue[Any], item: Any) -> None:
+        """Queue ``item`` for the consumer, waiting while the queue is full, unless the client is closing."""
+        while not self._stop.is_set():
+            try:
+                packets.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
 
     def _frames(self, packets: queue.Queue[Any], file: str, pos: int, where: str) -> Iterator[DumpEvent]:
         current = file

@@ -92,12 +92,7 @@ def _replaying(monkeypatch: pytest.MonkeyPatch, damage: Callable[[list[Any]], li
 
         real_drain(self, Recorder())  # the whole dump: it is non-blocking, it ends with the server's EOF
         for item in damage(recorded):
-            while not self._stop.is_set():
-                try:
-                    packets.put(item, timeout=0.2)
-                    break
-                except queue.Full:
-                    continue
+            self._hand_over(packets, item)
 
     monkeypatch.setattr(ReplicationClient, "_drain_socket", drain)
     return recorded
