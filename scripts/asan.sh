@@ -35,10 +35,12 @@ import sys
 os.environ.pop("LD_PRELOAD")
 import pytest
 
-import spark_logsource.mysql._kernel as mysql_kernel
+import importlib
 
-if not mysql_kernel.__file__.startswith(os.getcwd()):
-    raise SystemExit(f"asan: imported {mysql_kernel.__file__}, not the sanitized build in {os.getcwd()}")
+for name in ("tarantool._kernel", "tarantool._frames", "mysql._kernel", "memcached._kernel"):
+    kernel = importlib.import_module(f"spark_logsource.{name}")  # fails when the sanitized build did not build it
+    if not kernel.__file__.startswith(os.getcwd()):
+        raise SystemExit(f"asan: imported {kernel.__file__}, not the sanitized build in {os.getcwd()}")
 # --capture=sys: a sanitizer report (written to fd 2 just before the abort) reaches the log
 raise SystemExit(pytest.main(["-q", "-p", "no:cacheprovider", "--capture=sys", f"--basetemp={os.getcwd()}/pytest-tmp",
                               *sys.argv[1:]]))

@@ -15,14 +15,18 @@ fi
 asan_log="$(mktemp)"
 bash scripts/asan.sh >"$asan_log" 2>&1 &
 asan_pid=$!
-trap 'pkill -P "$asan_pid" 2>/dev/null; kill "$asan_pid" 2>/dev/null; rm -f "$asan_log"' EXIT
+# set -e holds inside a trap too: every command here must succeed
+trap 'pkill -P "$asan_pid" 2>/dev/null || true; kill "$asan_pid" 2>/dev/null || true; rm -f "$asan_log"' EXIT
 echo "test: pure-Python pass (decoders without the C kernels); the kernels under AddressSanitizer beside it" >&2
 SPARK_LOGSOURCE_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
   tests/kernels tests/tarantool tests/mysql
-if wait "$asan_pid"; then
+asan_rc=0
+wait "$asan_pid" || asan_rc=$?
+trap 'rm -f "$asan_log"' EXIT  # the job is reaped: its process id may be reused
+if ((asan_rc == 0)); then
   echo "test: AddressSanitizer pass: $(tail -n 1 "$asan_log")" >&2
 else
-  echo "test: the AddressSanitizer pass failed:" >&2
+  echo "test: the AddressSanitizer pass failed (rc $asan_rc):" >&2
   tail -n 100 "$asan_log" >&2
   exit 1
 fi

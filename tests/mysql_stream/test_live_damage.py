@@ -28,18 +28,20 @@ ROWS = 3000
 def big_statements(stream_server: Any) -> tuple[str, int, int]:
     """One binlog with an INSERT, an UPDATE and a DELETE of 3000 rows each: about 100 rows events apiece."""
     stream_server.execute("SET GLOBAL max_binlog_size = 1073741824")  # the three statements in one file
-    stream_server.flush_logs()
-    name = stream_server.binlog_files()[-1].name
-    start = int(stream_server.query("SHOW MASTER STATUS")[0][1])
-    stream_server.execute("CREATE TABLE IF NOT EXISTS shop.bulk (id INT PRIMARY KEY, v BIGINT, note TEXT)")
-    stream_server.execute("DELETE FROM shop.bulk")
-    stream_server.execute(f"INSERT INTO shop.bulk SELECT seq, seq * 7, REPEAT(CHAR(65 + seq % 26), 200) "
-                          f"FROM shop.seq_1_to_{ROWS}")
-    stream_server.execute("UPDATE shop.bulk SET v = v + 1, note = CONCAT(note, 'u')")
-    stream_server.execute("DELETE FROM shop.bulk")
-    stop = int(stream_server.query("SHOW MASTER STATUS")[0][1])
-    stream_server.flush_logs()
-    stream_server.execute(f"SET GLOBAL max_binlog_size = {MAX_BINLOG_SIZE}")
+    try:
+        stream_server.flush_logs()
+        name = stream_server.binlog_files()[-1].name
+        start = int(stream_server.query("SHOW MASTER STATUS")[0][1])
+        stream_server.execute("CREATE TABLE IF NOT EXISTS shop.bulk (id INT PRIMARY KEY, v BIGINT, note TEXT)")
+        stream_server.execute("DELETE FROM shop.bulk")
+        stream_server.execute(f"INSERT INTO shop.bulk SELECT seq, seq * 7, REPEAT(CHAR(65 + seq % 26), 200) "
+                              f"FROM shop.seq_1_to_{ROWS}")
+        stream_server.execute("UPDATE shop.bulk SET v = v + 1, note = CONCAT(note, 'u')")
+        stream_server.execute("DELETE FROM shop.bulk")
+        stop = int(stream_server.query("SHOW MASTER STATUS")[0][1])
+        stream_server.flush_logs()
+    finally:
+        stream_server.execute(f"SET GLOBAL max_binlog_size = {MAX_BINLOG_SIZE}")
     assert stream_server.binlog_files()[-2].name == name
     return name, start, stop
 
@@ -86,6 +88,8 @@ def _replaying(monkeypatch: pytest.MonkeyPatch, damage: Callable[[list[Any]], li
     real_drain = ReplicationClient._drain_socket
 
     def drain(self: ReplicationClient, packets: queue.Queue[Any]) -> None:
+        recorded.clear()  # each dump replays its own packets
+
         class Recorder:
             def put(self, item: Any, timeout: float | None = None) -> None:
                 recorded.append(item)
