@@ -29,13 +29,12 @@ cd "$work"
 # (mariadbd, tarantool, mariadb-binlog) are not instrumented: LD_PRELOAD is taken out of the environment they get.
 LD_PRELOAD="$(gcc -print-file-name=libasan.so)" ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" \
   PYTHONPATH="$work" "$python" - "${selection[@]}" <<'PY'
+import importlib
 import os
 import sys
 
 os.environ.pop("LD_PRELOAD")
 import pytest
-
-import importlib
 
 for name in ("tarantool._kernel", "tarantool._frames", "mysql._kernel", "memcached._kernel"):
     kernel = importlib.import_module(f"spark_logsource.{name}")  # fails when the sanitized build did not build it

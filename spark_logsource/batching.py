@@ -9,7 +9,7 @@ than the cap still forms a batch of its own (it fits Arrow: one value is bounded
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import numpy as np
@@ -24,8 +24,8 @@ class Chunk(Protocol):
     n: int
     size: int
 
-    def row_bytes(self) -> list[int]:
-        """The variable-width bytes of each row (``sum == size``)."""
+    def row_bytes(self) -> Sequence[int] | np.ndarray:
+        """The variable-width bytes of each row (``sum == size``): a list, or an int64 array."""
         ...
 
     def rows(self, lo: int, hi: int) -> Chunk:

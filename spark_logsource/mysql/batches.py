@@ -73,7 +73,7 @@ class Chunk:
                 size += cells.size
         self.size = size
 
-    def row_bytes(self) -> list[int]:
+    def row_bytes(self) -> np.ndarray:
         """Bytes each row puts into the batch's string and binary columns (what the 2 GiB Arrow limit counts)."""
         fixed = sum(len(v) for v in self.values if isinstance(v, str))
         sizes = np.full(self.n, fixed, dtype=np.int64)
@@ -82,7 +82,7 @@ class Chunk:
                 sizes += _cell_sizes(cells.ends, cells.n)
                 if cells.meta_ends is not None:
                     sizes += _cell_sizes(cells.meta_ends, cells.n)
-        return sizes.tolist()
+        return sizes
 
     def rows(self, lo: int, hi: int) -> Chunk:
         """The chunk of rows ``lo`` .. ``hi - 1``."""

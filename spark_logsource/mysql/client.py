@@ -141,13 +141,15 @@ class ReplicationClient:
 
     # -- connection -------------------------------------------------------------------------------------------
     def connect(self) -> ReplicationClient:
+        try:
+            import pymysql  # noqa: F401
+        except ImportError:  # pragma: no cover - an optional extra
+            raise OptionError("uri", "the live source needs pymysql: pip install 'spark-logsource[live]'") from None
         s = self.settings
         try:
             self._conn = connect(host=s.host, port=s.port, user=s.user, password=s.password.reveal(),
                                  connect_timeout=s.connect_timeout, read_timeout=s.read_timeout,
                                  write_timeout=s.read_timeout, autocommit=True, charset="utf8mb4")
-        except ImportError:  # pragma: no cover - an optional extra
-            raise OptionError("uri", "the live source needs pymysql: pip install 'spark-logsource[live]'") from None
         except Exception as exc:
             raise self.error(exc, None, "cannot connect") from None
         return self
