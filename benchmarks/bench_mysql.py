@@ -267,13 +267,13 @@ def spark_noop(path: Path, **options: str) -> Callable[[], int]:
     return run
 
 
-def spark_noop_decoding_free(path: Path, parts: int) -> Callable[[], int]:
+def spark_noop_decoding_free(path: Path, parts: int, cache_dir: Path) -> Callable[[], int]:
     """The same Spark read with the decoding taken out: what any Python data source can reach on this machine.
 
     A data source of this benchmark yields the very batches ``mysql-binlog`` makes for ``path`` (same schema, same
-    rows), decoded beforehand into an Arrow IPC file next to the workload that each of ``parts`` tasks
-    memory-maps and yields a share of: the Python workers only hand batches over, so what is left is Spark's own
-    cost (the Arrow stream to the JVM, the conversion into rows) and ours is zero."""
+    rows), decoded beforehand into an Arrow IPC file in ``cache_dir`` (the workload's folder) that each of
+    ``parts`` tasks memory-maps and yields a share of: the Python workers only hand batches over, so what is left
+    is Spark's own cost (the Arrow stream to the JVM, the conversion into rows) and ours is zero."""
     import pyarrow as pa
     from pyspark.sql import SparkSession
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -282,7 +282,7 @@ def spark_noop_decoding_free(path: Path, parts: int) -> Callable[[], int]:
     from spark_logsource.api import make_format
     from spark_logsource.readers.schema import spark_schema
 
-    arrow_path = path.parent.parent.parent / f"{path.name}.batches.arrow"
+    arrow_path = cache_dir / f"{path.name}.batches.arrow"
     if not arrow_path.exists():
         batches = spark_logsource.iter_batches("mysql-binlog", [str(path)])
         first = next(batches)
@@ -410,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     suffix = "" if per_statement == DEFAULT_INSERT_ROWS_PER_STATEMENT else f"-{per_statement}-per-insert"
     if args.shape != "base":
         suffix = f"-{args.shape}"
-    server, workload = prepare(args.workdir / f"mysql{suffix}", args.rows, per_statement, args.shape)
+    workdir = args.workdir / f"mysql{suffix}"
+    server, workload = prepare(workdir, args.rows, per_statement, args.shape)
     try:
         path = server.binlog_dir / workload.binlog
         size_mb = path.stat().st_size / 1e6
@@ -432,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
             measure("mariadb-binlog", lambda: run_mariadb_binlog(path))
         if args.shape == "base":
             measure("iter_batches query", lambda: count_iter_batches(path, includeQuery="true"))
+            measure("iter_batches table", lambda: count_iter_batches(path, view="table", table=TABLE))
         if not args.no_pmr:
             measure("python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog))
         if not args.no_spark:
@@ -442,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                 spark_runs["spark noop splits"] = spark_noop(
                     path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
             if args.decoding_free:
-                spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits)
+                spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits, workdir)
             spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
                 for key, run in spark_runs.items():
@@ -488,6 +490,8 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (defaults: Variant, includeQuery=false)',
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")`",
         "iter_batches query": "`iter_batches(..., includeQuery=\"true\")`³",
+        "iter_batches table": f"`iter_batches(..., view=\"table\", table=\"{TABLE}\")`: typed columns, pure "
+                              "Python⁵",
         "splits in-process": f"the file's {default_splits} default splits read one after another in this process",
         "one split in-process": "the file as one split in this process",
         "spark noop": f'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`, {default_splits} '
@@ -539,7 +543,9 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
               "³ the changes view's `query` column filled: it repeats each row's statement on every row it changed "
               "(a 1000-row INSERT of this table is ~97 KB of text, copied onto each of its 1000 rows); one run. "
               "⁴ CPU seconds of mariadb-binlog over ours, in the same repetition: steadier than wall time on a shared "
-              "machine (one process each; python-mysql-replication's excludes the server's)."]
+              "machine (one process each; python-mysql-replication's excludes the server's). "
+              "⁵ the table's own typed columns (`docs/formats/mysql-typed.md`), decoded by the Python reference "
+              "decoder (no compiled twin yet); one run."]
     return "\n".join(lines)
 
 

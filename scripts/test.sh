@@ -18,8 +18,9 @@ asan_pid=$!
 # set -e holds inside a trap too: every command here must succeed
 trap 'pkill -P "$asan_pid" 2>/dev/null || true; kill "$asan_pid" 2>/dev/null || true; rm -f "$asan_log"' EXIT
 echo "test: pure-Python pass (decoders without the C kernels); the kernels under AddressSanitizer beside it" >&2
+pure_rc=0
 SPARK_LOGSOURCE_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
-  tests/kernels tests/tarantool tests/mysql
+  tests/kernels tests/tarantool tests/mysql || pure_rc=$?
 asan_rc=0
 wait "$asan_pid" || asan_rc=$?
 trap 'rm -f "$asan_log"' EXIT  # the job is reaped: its process id may be reused
@@ -28,6 +29,11 @@ if ((asan_rc == 0)); then
 else
   echo "test: the AddressSanitizer pass failed (rc $asan_rc):" >&2
   tail -n 100 "$asan_log" >&2
+fi
+if ((pure_rc != 0)); then
+  echo "test: the pure-Python pass failed (rc $pure_rc)" >&2
+fi
+if ((asan_rc != 0 || pure_rc != 0)); then
   exit 1
 fi
 rm -f "$asan_log"

@@ -29,8 +29,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
+from ..arrowcols import string_column
 from ..errors import CorruptDataError, OptionError
 from ..filters import Predicate
 from ..fs import FileEntry, display_name, open_input
@@ -76,6 +78,9 @@ SOURCE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("timestamp", pa.timestamp("us", tz="UTC")), ("server_id", pa.int64()), ("gtid", pa.string()),
     ("xid", pa.int64()), ("database", pa.string()), ("table", pa.string()),
 )
+_SOURCE_TIMESTAMP = SOURCE_FIELDS[3][1]
+#: One side's images of a rows event: cells by union column name, and which rows have the image.
+_ImageColumns = tuple[dict[str, list[Any]], list[bool]]
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: (position, table name, layout or the reason there is none) of each TABLE_MAP layout seen, per table name.
@@ -419,6 +424,45 @@ class _TableMachine(TransactionMachine):
         return _DecodedRows(len(decoded.rows), decoded.rows, naming)
 
 
+class _Image:
+    """One image column (``before`` or ``after``) of the rows gathered so far, kept column by column: the cells of
+    each union column, and whether each row has the image at all."""
+
+    __slots__ = ("cells", "present")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.cells: dict[str, list[Any]] = {name: [] for name in names}
+        self.present: list[bool] = []
+
+    def add_row(self, image: dict[str, Any] | None) -> None:
+        """One row's image: cells by union column name (a column the row lacks is null), or None."""
+        self.present.append(image is not None)
+        get = (image or {}).get
+        for name, cells in self.cells.items():
+            cells.append(get(name))
+
+    def add_rows(self, n: int, images: _ImageColumns | None) -> None:
+        """``n`` rows' images: cells column by column and which rows have the image (None: no row has it)."""
+        nulls = [None] * n
+        if images is None:
+            self.present.extend([False] * n)
+            columns: dict[str, list[Any]] = {}
+        else:
+            columns, present = images
+            self.present.extend(present)
+        for name, cells in self.cells.items():
+            cells.extend(columns.get(name, nulls))
+
+    def array(self, struct: pa.StructType) -> pa.Array:
+        """The image column as a struct array of ``struct`` (the view's union columns); null where a row has no
+        image."""
+        # cells are already of the fields' types (variant cells as their encoded parts): Arrow builds them in C
+        children = [pa.array(self.cells[f.name], f.type) for f in struct]
+        absent = np.logical_not(np.array(self.present, dtype=bool))
+        mask = pa.array(absent) if absent.any() else None
+        return pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
+
+
 class _Columns:
     """Output rows as column lists, cut into record batches of the view's schema."""
 
@@ -429,40 +473,54 @@ class _Columns:
         self.clear()
 
     def clear(self) -> None:
+        names = [f.name for f in self.view.struct]
         self.op: list[str | None] = []
-        self.images: dict[str, list[dict | None]] = {"before": [], "after": []}
-        self.source: list[tuple] = []
+        self.images = {"before": _Image(names), "after": _Image(names)}
+        # the source struct's fields but ``file`` (one value per split), column by column
+        self.source: list[list[Any]] = [[] for _ in SOURCE_FIELDS[1:]]
         self.errors: list[str | None] = []
         self.n = 0
         self.bytes = 0
 
     def add(self, op: str | None, before: dict | None, after: dict | None, source: tuple, error: str | None,
             size: int = 0) -> None:
+        """One row; ``source`` holds the source struct's fields in order (``file`` first, ignored)."""
         self.op.append(op)
-        self.images["before"].append(before)
-        self.images["after"].append(after)
-        self.source.append(source)
+        self.images["before"].add_row(before)
+        self.images["after"].add_row(after)
+        for cells, value in zip(self.source, source[1:], strict=True):
+            cells.append(value)
         self.errors.append(error)
         self.n += 1
         self.bytes += size
 
-    def _struct(self, images: list[dict | None]) -> pa.Array:
-        # cells are already of the fields' types (variant cells as their encoded parts): Arrow builds it in C
-        return pa.array(images, self.view.struct)
+    def add_event(self, op: str, n: int, before: _ImageColumns | None, after: _ImageColumns | None, source: tuple,
+                  size: int) -> None:
+        """The ``n`` rows of one rows event, their images column by column; ``source`` as :meth:`add` takes it,
+        with the row index left out (it is 0 .. n-1)."""
+        self.op.extend([op] * n)
+        self.images["before"].add_rows(n, before)
+        self.images["after"].add_rows(n, after)
+        pos, _row_index, *rest = source[1:]
+        self.source[0].extend([pos] * n)
+        self.source[1].extend(range(n))
+        for cells, value in zip(self.source[2:], rest, strict=True):
+            cells.extend([value] * n)
+        self.errors.extend([None] * n)
+        self.n += n
+        self.bytes += size
 
     def batch(self) -> pa.RecordBatch:
         n = self.n
-        source_children = []
-        for k, (_name, t) in enumerate(SOURCE_FIELDS):
-            if k == 0:
-                source_children.append(pa.array([self.path] * n, t))
-            elif k == 3:
-                source_children.append(pa.array([None if s[3] is None else s[3] * 1_000_000 for s in self.source],
+        source_children = [string_column(self.path, n)]
+        for (_name, t), cells in zip(SOURCE_FIELDS[1:], self.source, strict=True):
+            if t == _SOURCE_TIMESTAMP:
+                source_children.append(pa.array([None if s is None else s * 1_000_000 for s in cells],
                                                 pa.int64()).cast(t))
             else:
-                source_children.append(pa.array([s[k] for s in self.source], t))
-        arrays = [pa.array(self.op, pa.string()), self._struct(self.images["before"]),
-                  self._struct(self.images["after"]),
+                source_children.append(pa.array(cells, t))
+        arrays = [pa.array(self.op, pa.string()), self.images["before"].array(self.view.struct),
+                  self.images["after"].array(self.view.struct),
                   pa.StructArray.from_arrays(source_children, fields=list(self.view.source_type))]
         if self.corrupt is not None:
             arrays.append(pa.array(self.errors, pa.string()))
@@ -514,33 +572,30 @@ class TableWriter(ViewWriter):
         if set_xid:
             values[4] = xid
         pos, timestamp, server_id, gtid, xid, database, table, op = values
+        source = (None, pos, None, timestamp, server_id, gtid, xid, database, table)
+        try:
+            # column by column: one converter call per value, no dict per row
+            before, before_size = _image_columns([b for b, _a in rows.rows], rows.naming.cells)
+            after, after_size = _image_columns([a for _b, a in rows.rows], rows.naming.cells)
+        except (ValueMismatch, KeyError):
+            self._changes_row_by_row(source, rows, op)  # which row, and the others kept: as row by row gives them
+            return
+        self.columns.add_event(_OPS[op], len(rows.rows), before, after, source, before_size + after_size)
+
+    def _changes_row_by_row(self, source: tuple, rows: Any, op: str) -> None:
+        """The rows of a rows event one at a time: a row whose value its column cannot hold is a bad row."""
         cells = rows.naming.cells
-        add = self.columns.add
-        variable = (str, bytes)
-
-        def typed(image: dict[str, Any]) -> tuple[dict[str, Any], int]:
-            out = {}
-            size = 0
-            for key, value in image.items():
-                name, convert = cells[key]
-                if value is None:
-                    out[name] = None
-                else:
-                    out[name] = convert(value)
-                    if type(value) in variable:
-                        size += len(value)
-            return out, size
-
+        database, table = source[7], source[8]
         for index, (before, after) in enumerate(rows.rows):
-            source = (None, pos, index, timestamp, server_id, gtid, xid, database, table)
+            row_source = (*source[:2], index, *source[3:])
             try:
-                old, old_size = typed(before) if before is not None else (None, 0)
-                new, new_size = typed(after) if after is not None else (None, 0)
+                old, old_size = _typed_image(before, cells) if before is not None else (None, 0)
+                new, new_size = _typed_image(after, cells) if after is not None else (None, 0)
             except ValueMismatch as exc:
-                error = CorruptDataError(self.path, pos, f"row {index} of {database}.{table}: {exc}")
-                self.mode.handle(error, lambda e, s=source: self.columns.add(None, None, None, s, str(e)))
+                error = CorruptDataError(self.path, source[1], f"row {index} of {database}.{table}: {exc}")
+                self.mode.handle(error, lambda e, s=row_source: self.columns.add(None, None, None, s, str(e)))
                 continue
-            add(_OPS[op], old, new, source, None, old_size + new_size)
+            self.columns.add(_OPS[op], old, new, row_source, None, old_size + new_size)
 
     def bad(self, pos: int, next_pos: int | None, error: CorruptDataError) -> None:
         self.mode.handle(error, lambda e: self.columns.add(None, None, None, (None, pos) + (None,) * 7, str(e)))
@@ -556,3 +611,45 @@ class TableWriter(ViewWriter):
             for offset in range(0, len(batch), self.batch_size):  # a rows event may hold more than a batch
                 yield batch.slice(offset, self.batch_size)
 
+
+_VARIABLE = (str, bytes)
+
+
+def _typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tuple[dict[str, Any], int]:
+    """One decoded image as cells by union column name, and its string and binary bytes (ValueMismatch)."""
+    out = {}
+    size = 0
+    for key, value in image.items():
+        name, convert = cells[key]
+        if value is None:
+            out[name] = None
+        else:
+            out[name] = convert(value)
+            if type(value) in _VARIABLE:
+                size += len(value)
+    return out, size
+
+
+def _image_columns(images: list[dict[str, Any] | None],
+                   cells: dict[str, tuple[str, Any]]) -> tuple[_ImageColumns | None, int]:
+    """One side's images of a rows event as cells by union column name, with which rows have the image (None when
+    none has), and their string and binary bytes. ValueMismatch as the converters raise it; KeyError when the
+    images do not share one key set (one event's images do: one plan decodes them all)."""
+    first = next((image for image in images if image is not None), None)
+    if first is None:
+        return None, 0
+    width = len(first)
+    if any(image is not None and len(image) != width for image in images):
+        raise KeyError("the images of one rows event have different columns")  # a missing key raises it below
+    present = [image is not None for image in images]
+    rows = images if all(present) else [image or dict.fromkeys(first) for image in images]
+    out: dict[str, list[Any]] = {}
+    size = 0
+    for key in first:
+        name, convert = cells[key]
+        raw = [image[key] for image in rows]
+        out[name] = [None if v is None else convert(v) for v in raw]
+        variable = [v for v in raw if type(v) in _VARIABLE]
+        if variable:
+            size += sum(map(len, variable))
+    return (out, present), size

@@ -225,3 +225,48 @@ def test_schema_from_server_names_rows_that_agree(mariadb: Any, typed_workloads:
     assert "pw" not in repr(make_format("mysql-binlog", [str(f) for f in w.files],
                                         {"view": "table", "table": TABLE, "schemaFrom": uri, "password": "pw"})
                             .table_options)
+
+
+def test_column_wise_equals_row_by_row(typed_workloads: dict[str, TypedWorkload],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rows event's images are converted column by column; the row-by-row path (taken when a value does not fit
+    its column) must give the very same batches, on every workload and with batches cut mid-event."""
+    from spark_logsource.mysql import typed_rows
+
+    def batches(files: list[Path], **options: Any) -> list[Any]:
+        return list(spark_logsource.iter_batches("mysql-binlog", [str(f) for f in files], view="table",
+                                                 table=TABLE, **options))
+
+    calls: list[tuple] = []
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        calls.append(args)
+        raise typed_rows.ValueMismatch("forced: row by row")
+
+    for name, w in typed_workloads.items():
+        for options in ({}, {"batchSize": "3"}, {"schemaFrom": "metadata"} if name == "FULL" else {}):
+            fast = batches(w.files, **options)
+            calls.clear()
+            with monkeypatch.context() as patch:
+                patch.setattr(typed_rows, "_image_columns", never)
+                slow = batches(w.files, **options)
+            assert calls, "the row-by-row path was not taken"
+            assert sum(len(b) for b in fast) > 0
+            assert [b.num_rows for b in fast] == [b.num_rows for b in slow], (name, options)
+            for a, b in zip(fast, slow, strict=True):
+                assert a.equals(b), (name, options, a.to_pylist()[:2], b.to_pylist()[:2])
+
+
+def test_image_columns_refuse_images_of_different_columns() -> None:
+    """Images that do not share one key set are not converted column by column (the row-by-row path takes them),
+    so no cell is dropped; images that do share it keep their nulls and their absent rows."""
+    from spark_logsource.mysql.typed_rows import _image_columns
+
+    cells = {"@1": ("id", int), "@2": ("name", str)}
+    with pytest.raises(KeyError):
+        _image_columns([{"@1": 1}, {"@1": 2, "@2": "extra"}], cells)
+    with pytest.raises(KeyError):
+        _image_columns([{"@1": 1, "@2": "a"}, {"@1": 2, "@3": "b"}], cells)
+    columns, size = _image_columns([{"@1": 1, "@2": "ab"}, None, {"@1": 3, "@2": None}], cells)
+    assert columns == ({"id": [1, None, 3], "name": ["ab", None, None]}, [True, False, True]) and size == 2
+    assert _image_columns([None, None], cells) == (None, 0)
