@@ -12,6 +12,7 @@ column (:func:`_columns_kernel`), its twin does it with numpy (:func:`_columns_n
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -185,10 +186,18 @@ def rows_to_batch(rows: Sequence[dict[str, Any]], source: str, offsets: Sequence
 
 # --- bulk decoding ------------------------------------------------------------------------------------------------
 
-_OPCODE_DICT = pa.array([opcode_name(i) for i in range(256)], pa.string())
 _MAX_CODE = 16
-_OPAQUE_DICT = pa.array([_code_name(OPAQUE_CODES, i) for i in range(_MAX_CODE)], pa.string())
-_STATE_DICT = pa.array([_code_name(VBUCKET_STATES, i) for i in range(_MAX_CODE)], pa.string())
+
+
+@functools.cache
+def _name_tables() -> tuple[pa.Array, pa.Array, pa.Array]:
+    """The names of the opcodes, of the vbucket states and of the opaque codes, by number.
+
+    Built on first use, not at import: the first ``pa.array`` of a process imports pandas (pyarrow checks its
+    input for a pandas series), which the command line's start-up need not pay."""
+    return (pa.array([opcode_name(i) for i in range(256)], pa.string()),
+            pa.array([_code_name(VBUCKET_STATES, i) for i in range(_MAX_CODE)], pa.string()),
+            pa.array([_code_name(OPAQUE_CODES, i) for i in range(_MAX_CODE)], pa.string()))
 
 
 @dataclass(slots=True)
@@ -358,10 +367,11 @@ def _columns_numpy(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int
     """:func:`_columns_kernel` with numpy: every column, and the rows that are not TAP requests whose parts fit."""
     f = _fields_numpy(data, o)
     ok, code = f.ok, f.code
+    opcodes, states, opaques = _name_tables()
     key_str, key_bytes = _keys(f.key)
     columns = [
         _ints(f.seq, ok, pa.int64()),
-        _names(_OPCODE_DICT, f.opcode, ok),
+        _names(opcodes, f.opcode, ok),
         _ints(f.vbucket, ok, pa.int32()),
         key_str,
         key_bytes,
@@ -373,8 +383,8 @@ def _columns_numpy(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int
         _ints(f.ttl, f.tap, pa.int32()),
         f.engine_specific,
         _ints(f.ckpt, f.ckpt_present, pa.int64()),
-        _names(_STATE_DICT, np.minimum(code, _MAX_CODE - 1), f.state_present & (code < _MAX_CODE)),
-        _names(_OPAQUE_DICT, np.minimum(code, _MAX_CODE - 1), f.opaque_present & (code < _MAX_CODE)),
+        _names(states, np.minimum(code, _MAX_CODE - 1), f.state_present & (code < _MAX_CODE)),
+        _names(opaques, np.minimum(code, _MAX_CODE - 1), f.opaque_present & (code < _MAX_CODE)),
     ]
     # codes beyond the name tables are shown as their number
     for col, present in ((-2, f.state_present), (-1, f.opaque_present)):

@@ -33,7 +33,7 @@ from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.events import is_gzip
 from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.mysql.stream_options import parse_stream_options
-from spark_logsource.mysql.typed_rows import parse_table_options
+from spark_logsource.mysql.table_options import parse_table_options
 from spark_logsource.options import OptionMap
 
 if TYPE_CHECKING:

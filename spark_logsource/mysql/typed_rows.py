@@ -26,7 +26,7 @@ import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,7 +38,6 @@ from ..errors import CorruptDataError, OptionError
 from ..filters import Predicate
 from ..fs import FileEntry, display_name, open_input
 from ..logformat import Split
-from ..net import Secret
 from ..options import ParseMode
 from . import event_types as et
 from .batches import MAX_BATCH_BYTES
@@ -52,6 +51,7 @@ from .query_event import decode_query
 from .read_options import BinlogReadOptions
 from .rows import decode_rows_event
 from .splits import walk_split
+from .table_options import TableOptions, parse_table_options
 from .table_schema import (
     Layout,
     ValueMismatch,
@@ -73,7 +73,6 @@ __all__ = ["SOURCE_FIELDS", "TableView", "parse_table_options"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_SOURCES = ("binlog", "metadata", "ddl:<path>", "mysql://user@host:port")
 SOURCE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("file", pa.string()), ("pos", pa.int64()), ("row_index", pa.int32()),
     ("timestamp", pa.timestamp("us", tz="UTC")), ("server_id", pa.int64()), ("gtid", pa.string()),
@@ -86,47 +85,6 @@ _OPS = {"insert": "c", "update": "u", "delete": "d"}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: (position, table name, layout or the reason there is none) of each TABLE_MAP layout seen, per table name.
 _MetadataLayouts = dict[tuple[str, str], list[tuple[Position, Layout | None]]]
-
-
-@dataclass(frozen=True, slots=True)
-class TableOptions:
-    database: str
-    table: str
-    schema_from: str  # binlog | metadata | ddl | server
-    ddl_path: str | None = None
-    uri: str | None = None
-    password: Secret | None = field(default=None, repr=False)
-
-
-def parse_table_options(view: str, table: str | None, schema_from: str | None,
-                        password: str | None = None) -> TableOptions | None:
-    """``table`` (``db.table``, one table), ``schemaFrom`` and ``password`` (for a server); None when ``view`` is
-    not ``table``."""
-    if view != "table":
-        for name, value in (("table", table), ("schemaFrom", schema_from), ("password", password)):
-            if value is not None:
-                raise OptionError(name, "applies to view=table only")
-        return None
-    if not table:
-        raise OptionError("table", "view=table needs the option table (db.table; one table: several tables are "
-                                   "several DataFrames)")
-    if "," in table or "*" in table or "?" in table:
-        raise OptionError("table", f"expected one table db.table, got {table!r} (several tables are several "
-                                   "DataFrames)")
-    db, dot, name = table.replace("`", "").partition(".")
-    if not dot or not db or not name:
-        raise OptionError("table", f"expected db.table, got {table!r}")
-    source = (schema_from or "binlog").strip()
-    if source.lower().startswith(("mysql://", "mariadb://")):
-        parse_uri(source, password)  # checked now: a bad URI fails at .load()
-        return TableOptions(db, name, "server", uri=source, password=Secret(password))
-    if password is not None:
-        raise OptionError("password", "applies to schemaFrom=mysql://user@host:port only")
-    if source.lower() in ("binlog", "metadata"):
-        return TableOptions(db, name, source.lower())
-    if source.lower().startswith("ddl:") and len(source) > 4:
-        return TableOptions(db, name, "ddl", source[4:])
-    raise OptionError("schemaFrom", f"expected one of {', '.join(SCHEMA_SOURCES)}, got {source!r}")
 
 
 # -- the driver's walk -------------------------------------------------------------------------------------------

@@ -123,3 +123,12 @@ def test_cat_output_is_valid_utf8_json_even_for_invalid_utf8_strings(tarantool_w
 def test_cat_rejects_an_option_without_a_value(capsys, tarantool_workloads) -> None:
     assert main(["cat", str(tarantool_workloads["dml"].directory), "--option", "batchSize"]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
+
+
+def test_the_parser_does_not_import_the_heavy_libraries() -> None:
+    """Building the command line (every format's flags) imports neither pandas nor sqlglot: ``--help`` and a
+    mistyped flag answer without their start-up (about half a second together)."""
+    code = ("import sys\nfrom spark_logsource.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in ('pandas', 'sqlglot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stdout
