@@ -430,10 +430,11 @@ def main(argv: list[str] | None = None) -> int:
             if splits > 1:
                 measure("splits in-process", lambda: read_splits(path))
                 measure("one split in-process", lambda: read_splits(path, path.stat().st_size + 1))
+            if args.shape == "base":
+                measure("iter_batches table", lambda: count_iter_batches(path, view="table", table=TABLE))
             measure("mariadb-binlog", lambda: run_mariadb_binlog(path))
         if args.shape == "base":
             measure("iter_batches query", lambda: count_iter_batches(path, includeQuery="true"))
-            measure("iter_batches table", lambda: count_iter_batches(path, view="table", table=TABLE))
         if not args.no_pmr:
             measure("python-mysql-replication", lambda: count_python_mysql_replication(server, workload.binlog))
         if not args.no_spark:
@@ -445,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
                     path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
             if args.decoding_free:
                 spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits, workdir)
+            if args.shape == "base":
+                spark_runs["spark noop table"] = spark_noop(path, view="table", table=TABLE)
             spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
                 for key, run in spark_runs.items():
@@ -490,8 +493,9 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (defaults: Variant, includeQuery=false)',
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")`",
         "iter_batches query": "`iter_batches(..., includeQuery=\"true\")`³",
-        "iter_batches table": f"`iter_batches(..., view=\"table\", table=\"{TABLE}\")`: typed columns, pure "
-                              "Python⁵",
+        "iter_batches table": f"`iter_batches(..., view=\"table\", table=\"{TABLE}\")`: typed columns⁵",
+        "spark noop table": f"Spark `local[2]` → `noop`, `view=table` (`{TABLE}`), {default_splits} "
+                            f'split{"s" if default_splits > 1 else ""}²⁵',
         "splits in-process": f"the file's {default_splits} default splits read one after another in this process",
         "one split in-process": "the file as one split in this process",
         "spark noop": f'Spark `local[2]`: `spark.read.format("mysql-binlog").load(f)` → `noop`, {default_splits} '
@@ -544,8 +548,8 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
               "(a 1000-row INSERT of this table is ~97 KB of text, copied onto each of its 1000 rows); one run. "
               "⁴ CPU seconds of mariadb-binlog over ours, in the same repetition: steadier than wall time on a shared "
               "machine (one process each; python-mysql-replication's excludes the server's). "
-              "⁵ the table's own typed columns (`docs/formats/mysql-typed.md`), decoded by the Python reference "
-              "decoder (no compiled twin yet); one run."]
+              "⁵ the table's own typed columns (`docs/formats/mysql-typed.md`), converted by the compiled kernel "
+              "(`mysql/typed_kernel.py`)."]
     return "\n".join(lines)
 
 

@@ -1,8 +1,13 @@
 /*
- * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.rows_encode.encode_rows_event_py.
+ * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.rows_encode.encode_rows_event_py, and
+ * of view=table's conversion of the decoded values into typed columns (typed_kernel.py; _typed.h).
  *
  *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
  *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
+ *     compile_typed(convs) -> typed (a capsule)
+ *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
+ *         -> (n, first, second) or None
+ *     encode_rows_run(...): a run of rows events of one table and shape, as encode_rows or typed_rows
  *
  * first / second are the images of one side as Arrow column parts, (ends, data, meta_ends, meta): int32 end
  * offsets and the bytes back to back, for the image (Variant value or UTF-8 JSON text) and, for Variant, its
@@ -46,6 +51,7 @@
 #include "../_native/_encode.h"
 #include "../_native/_text.h"
 #include "_dates.h"
+#include "_typed.h"
 
 /* Value kinds and charset kinds: the K_* / CS_* constants of rows_encode.py. */
 enum mk_kind {
@@ -1206,14 +1212,20 @@ static PyObject *sides_result(const side *first, const side *second, int op, int
     return Py_BuildValue("(NN)", a, b);
 }
 
+/* The decoding state's buffers, released. */
+static void ctx_clear(mk_ctx *x)
+{
+    ls_buf_free(&x->vals);
+    ls_buf_free(&x->spans);
+    ls_buf_free(&x->tmp);
+}
+
 /* What an encode call owns, released. */
 static void encode_clear(mk_ctx *x, side *first, side *second)
 {
     side_clear(first);
     side_clear(second);
-    ls_buf_free(&x->vals);
-    ls_buf_free(&x->spans);
-    ls_buf_free(&x->tmp);
+    ctx_clear(x);
 }
 
 static mk_plan *get_plan(PyObject *capsule)
@@ -1280,6 +1292,223 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
     }
 done:
     encode_clear(&x, &first, &second);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ---- typed_rows: view=table's typed columns (_typed.h) ----------------------------------------------------- */
+
+static const char TYPED_CAPSULE[] = "spark_logsource.mysql._kernel.typed";
+
+/* The conversions of one image shape's present columns, in plan order. */
+typedef struct {
+    Py_ssize_t n;
+    tk_conv convs[];
+} tk_plan;
+
+static void typed_capsule_destructor(PyObject *capsule)
+{
+    PyMem_Free(PyCapsule_GetPointer(capsule, TYPED_CAPSULE));
+}
+
+/* compile_typed(convs) -> capsule; convs: one (source, target, unsigned, bits, precision, scale, width,
+ * src_precision, src_scale) per present column (typed_kernel.py conversion). */
+static PyObject *compile_typed(PyObject *self, PyObject *args)
+{
+    PyObject *convs;
+    if (!PyArg_ParseTuple(args, "O!:compile_typed", &PyList_Type, &convs))
+        return NULL;
+    Py_ssize_t m = PyList_GET_SIZE(convs);
+    if (m > 0xffffff)
+        return PyErr_Format(PyExc_ValueError, "%zd columns", m);
+    tk_plan *t = PyMem_Calloc(1, sizeof(tk_plan) + ((size_t)m + 1) * sizeof(tk_conv));
+    if (t == NULL)
+        return PyErr_NoMemory();
+    t->n = m;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *c = PyList_GET_ITEM(convs, j);
+        tk_conv *cv = &t->convs[j];
+        if (!PyTuple_Check(c) || PyTuple_GET_SIZE(c) != 9) {
+            PyErr_SetString(PyExc_TypeError, "a conversion is a 9-tuple");
+            goto fail;
+        }
+        if (long_item(c, 0, S_NONE, S_RAW, &cv->source) || long_item(c, 1, 0, T_NTARGETS - 1, &cv->target) ||
+            long_item(c, 2, 0, 1, &cv->is_unsigned) || long_item(c, 3, 0, 64, &cv->bits) ||
+            long_item(c, 4, 0, 38, &cv->precision) || long_item(c, 5, 0, 38, &cv->scale) ||
+            long_item(c, 6, 0, 16, &cv->width) || long_item(c, 7, 0, 38, &cv->src_precision) ||
+            long_item(c, 8, 0, 38, &cv->src_scale))
+            goto fail;
+        if (cv->source == S_INT && cv->bits < 8) {
+            PyErr_SetString(PyExc_ValueError, "an integer conversion needs its width");
+            goto fail;
+        }
+    }
+    PyObject *capsule = PyCapsule_New(t, TYPED_CAPSULE, typed_capsule_destructor);
+    if (capsule == NULL)
+        PyMem_Free(t);
+    return capsule;
+fail:
+    PyMem_Free(t);
+    return NULL;
+}
+
+/* One side of a rows event as typed columns, one per present column. */
+typedef struct {
+    Py_ssize_t m;
+    tk_col *cols;
+} tk_side;
+
+static void tk_side_clear(tk_side *s)
+{
+    if (s->cols != NULL)
+        for (Py_ssize_t j = 0; j < s->m; j++) {
+            ls_buf_free(&s->cols[j].valid);
+            ls_buf_free(&s->cols[j].data);
+            ls_buf_free(&s->cols[j].ends);
+        }
+    PyMem_Free(s->cols);
+    s->cols = NULL;
+}
+
+/* Decode one image at *pos into the side's columns: MK_OK, MK_ERR (an exception is set) or TK_DECLINE. */
+static int typed_image(mk_ctx *x, const mk_plan *plan, const tk_plan *conv, size_t *pos, size_t row_start,
+                       tk_side *s)
+{
+    size_t p = *pos;
+    if (plan->null_bytes > x->end - p)
+        return trunc_value(x, p, "row NULL bitmap");
+    const uint8_t *nulls = x->data + p;
+    p += plan->null_bytes;
+    for (Py_ssize_t j = 0; j < plan->n; j++) {
+        const tk_conv *cv = &conv->convs[j];
+        tk_col *c = &s->cols[j];
+        int rc;
+        if (nulls[j >> 3] >> (j & 7) & 1) {
+            rc = tk_null(c, cv);
+        } else {
+            x->vals.len = 0;
+            if (emit_value(x, &x->vals, plan, &plan->cols[j], &p, row_start))
+                return MK_ERR;
+            rc = tk_put(c, cv, x->vals.data, x->vals.len);
+        }
+        if (rc == TK_NOMEM)
+            return nomem();
+        if (rc == TK_DECLINE)
+            return TK_DECLINE;
+    }
+    *pos = p;
+    return MK_OK;
+}
+
+/* The rows of one event's row data from pos to x->end as typed columns (x->nrows counts them): MK_OK, MK_ERR or
+ * TK_DECLINE (a value that does not convert; the sides then hold part of the event). */
+static int typed_event_rows(mk_ctx *x, tk_side *first, tk_side *second, const mk_plan *plan,
+                            const mk_plan *plan_after, const tk_plan *conv, const tk_plan *conv_after, int op,
+                            size_t pos)
+{
+    while (pos < x->end) {
+        size_t row_start = pos;
+        int rc = typed_image(x, plan, conv, &pos, row_start, first);
+        if (rc == MK_OK && op == OP_UPDATE)
+            rc = typed_image(x, plan_after, conv_after, &pos, row_start, second);
+        if (rc)
+            return rc;
+        if (pos == row_start) /* no column present: the row would repeat forever */
+            return raise_data_error(CorruptDataError, x, row_start,
+                                    PyUnicode_FromFormat("row %zd of %U: row image without columns", x->nrows,
+                                                         x->label));
+        x->nrows++;
+    }
+    return MK_OK;
+}
+
+/* Room for the typed columns of a side of m present columns (m = 0: an unused side). */
+static int tk_side_init(tk_side *s, Py_ssize_t m)
+{
+    s->m = m;
+    s->cols = PyMem_Calloc((size_t)m + 1, sizeof(tk_col));
+    return s->cols == NULL ? nomem() : 0;
+}
+
+/* ((valid, data, ends or None), ...) of a side: one entry per present column. */
+static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
+{
+    PyObject *out = PyTuple_New(s->m);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < s->m; j++) {
+        const tk_col *c = &s->cols[j];
+        PyObject *item = TK_WIDTH[conv->convs[j].target]
+                             ? Py_BuildValue("(NNO)", buf_bytes(&c->valid), buf_bytes(&c->data), Py_None)
+                             : Py_BuildValue("(NNN)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends));
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, j, item);
+    }
+    return out;
+}
+
+static tk_plan *get_typed(PyObject *capsule)
+{
+    return (tk_plan *)PyCapsule_GetPointer(capsule, TYPED_CAPSULE);
+}
+
+/* typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
+ *   -> (n, first, second), or None when a value does not convert (the event takes the Python path). */
+static PyObject *typed_rows(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start;
+    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *path, *label;
+    int op, in_block;
+    long long data_base;
+    if (!PyArg_ParseTuple(args, "y*nOOOOiOLpU:typed_rows", &view, &start, &cap_before, &cap_after, &typed_before,
+                          &typed_after, &op, &path, &data_base, &in_block, &label))
+        return NULL;
+    PyObject *result = NULL;
+    mk_ctx x = {0};
+    tk_side first = {0}, second = {0};
+    mk_plan *plan = get_plan(cap_before);
+    mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
+    tk_plan *conv = plan_after ? get_typed(typed_before) : NULL;
+    tk_plan *conv_after = conv ? get_typed(typed_after) : NULL;
+    if (conv_after == NULL)
+        goto done;
+    if (op < OP_INSERT || op > OP_DELETE || start < 0 || start > view.len) {
+        PyErr_SetString(PyExc_ValueError, "bad op or start position");
+        goto done;
+    }
+    if (conv->n != plan->n || conv_after->n != plan_after->n) {
+        PyErr_SetString(PyExc_ValueError, "the conversions do not match the plans");
+        goto done;
+    }
+    if (tk_side_init(&first, plan->n) || tk_side_init(&second, op == OP_UPDATE ? plan_after->n : 0))
+        goto done;
+    x.data = view.buf;
+    x.end = (size_t)view.len;
+    x.path = path;
+    x.data_base = data_base;
+    x.in_block = in_block;
+    x.label = label;
+    int rc = typed_event_rows(&x, &first, &second, plan, plan_after, conv, conv_after, op, (size_t)start);
+    if (rc == TK_DECLINE)
+        result = Py_NewRef(Py_None);
+    if (rc)
+        goto done;
+    {
+        PyObject *a = tk_side_result(&first, conv);
+        PyObject *b = a == NULL ? NULL : op == OP_UPDATE ? tk_side_result(&second, conv_after) : Py_NewRef(Py_None);
+        if (a != NULL && b != NULL)
+            result = Py_BuildValue("(nNN)", x.nrows, a, b);
+        else
+            Py_XDECREF(a);
+    }
+done:
+    tk_side_clear(&first);
+    tk_side_clear(&second);
+    ctx_clear(&x);
     PyBuffer_Release(&view);
     return result;
 }
@@ -1408,52 +1637,101 @@ static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
  * rows and `max_bytes` event bytes (the first event is never cut by these). The walk ends before the first event
  * that is not so: that event is left to the Python path, which reads it and raises its error if it has one.
  * `events` packs five little-endian int64 per event: file offset, next offset, timestamp, server id, rows. */
-static PyObject *encode_rows_run(PyObject *self, PyObject *args)
+/* What a run decodes its events' rows into: the Variant / JSON sides of encode_rows, or (conv set) the typed
+ * columns of typed_rows; with the lengths of every buffer before the current event, to cut a failed event off. */
+typedef struct {
+    const mk_plan *plan, *plan_after;
+    const tk_plan *conv, *conv_after;
+    side first, second;
+    side_mark m1, m2;
+    tk_side tfirst, tsecond;
+    ls_buf marks;
+} run_out;
+
+static int run_mark(run_out *o)
 {
-    Py_buffer view;
-    Py_ssize_t start, limit, max_rows, max_bytes;
-    long long base, stop;
-    int crc_len, verify, type_code, table_id_size, post_header_len, v2, op, as_json;
-    unsigned long long table_id, present, present_after;
-    Py_ssize_t ncols;
-    PyObject *crc32, *cap_before, *cap_after, *path, *label;
-    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOipOUnn:encode_rows_run", &view, &start, &limit, &base, &stop,
-                          &crc_len, &verify, &crc32, &type_code, &table_id_size, &post_header_len, &v2, &table_id,
-                          &ncols, &present, &present_after, &cap_before, &cap_after, &op, &as_json, &path, &label,
-                          &max_rows, &max_bytes))
-        return NULL;
-    PyObject *result = NULL;
-    mk_ctx x = {0};
-    side first = {0}, second = {0};
-    ls_buf events = {0};
-    Py_ssize_t total_rows = 0, total_bytes = 0, nevents = 0;
-    mk_plan *plan = get_plan(cap_before);
-    mk_plan *plan_after = plan ? get_plan(cap_after) : NULL;
-    if (plan == NULL || plan_after == NULL)
-        goto done;
-    if (op < OP_INSERT || op > OP_DELETE || start < 0 || limit > view.len || (crc_len != 0 && crc_len != 4)) {
-        PyErr_SetString(PyExc_ValueError, "bad op, range or checksum length");
-        goto done;
+    if (o->conv == NULL) {
+        o->m1 = side_tell(&o->first);
+        o->m2 = side_tell(&o->second);
+        return 0;
     }
-    const uint8_t *buf = view.buf;
-    x.path = path;
-    x.in_block = 0;
-    x.label = label;
-    x.json = as_json;
-    size_t at = (size_t)start;
-    while (at + EVENT_HEADER_LEN <= (size_t)limit && base + (long long)at < stop) {
+    o->marks.len = 0;
+    for (int k = 0; k < 2; k++) {
+        const tk_side *s = k ? &o->tsecond : &o->tfirst;
+        for (Py_ssize_t j = 0; j < s->m; j++) {
+            size_t lens[3] = {s->cols[j].valid.len, s->cols[j].data.len, s->cols[j].ends.len};
+            if (ls_buf_put(&o->marks, lens, sizeof lens))
+                return nomem();
+        }
+    }
+    return 0;
+}
+
+static void run_reset(run_out *o)
+{
+    if (o->conv == NULL) {
+        side_seek(&o->first, o->m1);
+        side_seek(&o->second, o->m2);
+        return;
+    }
+    const size_t *lens = (const size_t *)o->marks.data;
+    for (int k = 0; k < 2; k++) {
+        tk_side *s = k ? &o->tsecond : &o->tfirst;
+        for (Py_ssize_t j = 0; j < s->m; j++, lens += 3) {
+            s->cols[j].valid.len = lens[0];
+            s->cols[j].data.len = lens[1];
+            s->cols[j].ends.len = lens[2];
+        }
+    }
+}
+
+static int run_event_rows(mk_ctx *x, run_out *o, int op, size_t pos)
+{
+    if (o->conv == NULL)
+        return encode_event_rows(x, &o->first, &o->second, o->plan, o->plan_after, op, pos);
+    return typed_event_rows(x, &o->tfirst, &o->tsecond, o->plan, o->plan_after, o->conv, o->conv_after, op, pos);
+}
+
+static void run_clear(run_out *o)
+{
+    side_clear(&o->first);
+    side_clear(&o->second);
+    tk_side_clear(&o->tfirst);
+    tk_side_clear(&o->tsecond);
+    ls_buf_free(&o->marks);
+}
+
+/* The run's arguments but its output. */
+typedef struct {
+    Py_ssize_t start, limit, max_rows, max_bytes, ncols;
+    long long base, stop;
+    int crc_len, verify, type_code, table_id_size, post_header_len, v2, op;
+    unsigned long long table_id, present, present_after;
+    PyObject *crc32;
+} run_args;
+
+/* Walk the events of buf[start:limit] of the run's table and shape, decoding their rows into o; the five int64 of
+ * each event read go to events. Stops before the first event that is anything else or that fails (0), or on an
+ * error that is not the event's (-1: out of memory, the CRC function failed). */
+static int walk_run(const run_args *a, const uint8_t *buf, mk_ctx *x, run_out *o, ls_buf *events,
+                    Py_ssize_t *total_rows)
+{
+    Py_ssize_t total_bytes = 0, nevents = 0;
+    size_t at = (size_t)a->start;
+    int crc_len = a->crc_len;
+    while (at + EVENT_HEADER_LEN <= (size_t)a->limit && a->base + (long long)at < a->stop) {
         const uint8_t *h = buf + at;
         size_t size = (size_t)rd_le(h + 9, 4);
-        if (h[4] != type_code || size < (size_t)(EVENT_HEADER_LEN + crc_len) || size > MAX_EVENT_SIZE
-            || at + size > (size_t)limit)
+        if (h[4] != a->type_code || size < (size_t)(EVENT_HEADER_LEN + crc_len) || size > MAX_EVENT_SIZE
+            || at + size > (size_t)a->limit)
             break;
-        if (nevents > 0 && total_bytes + (Py_ssize_t)size > max_bytes)
+        if (nevents > 0 && total_bytes + (Py_ssize_t)size > a->max_bytes)
             break;
-        long long next = base + (long long)(at + size);
-        if (crc_len && verify) {
-            long long crc = crc_of(crc32, h, size - 4);
+        long long next = a->base + (long long)(at + size);
+        if (crc_len && a->verify) {
+            long long crc = crc_of(a->crc32, h, size - 4);
             if (crc < 0)
-                goto done;
+                return -1;
             if ((uint32_t)crc != (uint32_t)rd_le(h + size - 4, 4))
                 break;
         } else {
@@ -1464,43 +1742,104 @@ static PyObject *encode_rows_run(PyObject *self, PyObject *args)
         const uint8_t *body = h + EVENT_HEADER_LEN;
         size_t body_len = size - EVENT_HEADER_LEN - (size_t)crc_len;
         rows_head_t hd;
-        if (!read_rows_head(body, body_len, table_id_size, post_header_len, v2, op == OP_UPDATE, &hd)
-            || hd.table_id != table_id || hd.ncols != (size_t)ncols || hd.present != present
-            || hd.present_after != present_after)
+        if (!read_rows_head(body, body_len, a->table_id_size, a->post_header_len, a->v2, a->op == OP_UPDATE, &hd)
+            || hd.table_id != a->table_id || hd.ncols != (size_t)a->ncols || hd.present != a->present
+            || hd.present_after != a->present_after)
             break;
-        side_mark m1 = side_tell(&first), m2 = side_tell(&second);
-        x.data = body;
-        x.end = body_len;
-        x.data_base = base + (long long)at + EVENT_HEADER_LEN;
-        x.nrows = 0;
-        if (encode_event_rows(&x, &first, &second, plan, plan_after, op, hd.pos)
-            || (nevents > 0 && total_rows + x.nrows > max_rows)) {
-            /* left to the Python path, which reads this event again (and raises its error, if any) */
-            side_seek(&first, m1);
-            side_seek(&second, m2);
+        if (run_mark(o))
+            return -1;
+        x->data = body;
+        x->end = body_len;
+        x->data_base = a->base + (long long)at + EVENT_HEADER_LEN;
+        x->nrows = 0;
+        if (run_event_rows(x, o, a->op, hd.pos) || (nevents > 0 && *total_rows + x->nrows > a->max_rows)) {
+            /* left to the per-event path, which reads this event again (and raises its error, if any) */
+            run_reset(o);
             PyErr_Clear();
             break;
         }
-        int64_t rec[5] = {base + (long long)at, next, (int64_t)rd_le(h, 4), (int64_t)rd_le(h + 5, 4), x.nrows};
-        if (ls_buf_put(&events, rec, sizeof rec)) {
-            nomem();
-            goto done;
-        }
+        int64_t rec[5] = {a->base + (long long)at, next, (int64_t)rd_le(h, 4), (int64_t)rd_le(h + 5, 4), x->nrows};
+        if (ls_buf_put(events, rec, sizeof rec))
+            return nomem();
         nevents++;
-        total_rows += x.nrows;
+        *total_rows += x->nrows;
         total_bytes += (Py_ssize_t)size;
         at += size;
     }
-    {
-        PyObject *sides = sides_result(&first, &second, op, as_json);
-        if (sides != NULL) {
-            result = Py_BuildValue("(NnOO)", buf_bytes(&events), total_rows, PyTuple_GET_ITEM(sides, 0),
-                                   PyTuple_GET_ITEM(sides, 1));
-            Py_DECREF(sides);
-        }
+    return 0;
+}
+
+/* The checks of a run's arguments; -1 with an exception set. */
+static int run_check(const run_args *a, const Py_buffer *view)
+{
+    if (a->op < OP_INSERT || a->op > OP_DELETE || a->start < 0 || a->limit > view->len
+        || (a->crc_len != 0 && a->crc_len != 4)) {
+        PyErr_SetString(PyExc_ValueError, "bad op, range or checksum length");
+        return -1;
     }
+    return 0;
+}
+
+/* encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, post_header_len,
+ *                 v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, as_json,
+ *                 path, label, max_rows, max_bytes) -> (events, nrows, first, second)
+ * The sides are Variant / JSON images as encode_rows gives them, or, when typed / typed_after are conversions (not
+ * None), typed columns as typed_rows gives them. */
+static PyObject *encode_rows_run(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    run_args a = {0};
+    int as_json;
+    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *path, *label;
+    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOOOipOUnn:encode_rows_run", &view, &a.start, &a.limit, &a.base,
+                          &a.stop, &a.crc_len, &a.verify, &a.crc32, &a.type_code, &a.table_id_size,
+                          &a.post_header_len, &a.v2, &a.table_id, &a.ncols, &a.present, &a.present_after, &cap_before,
+                          &cap_after, &typed_before, &typed_after, &a.op, &as_json, &path, &label, &a.max_rows,
+                          &a.max_bytes))
+        return NULL;
+    PyObject *result = NULL;
+    mk_ctx x = {0};
+    run_out o = {0};
+    ls_buf events = {0};
+    Py_ssize_t total_rows = 0;
+    int typed = typed_before != Py_None;
+    o.plan = get_plan(cap_before);
+    o.plan_after = o.plan ? get_plan(cap_after) : NULL;
+    if (o.plan_after == NULL || run_check(&a, &view))
+        goto done;
+    if (typed) {
+        o.conv = get_typed(typed_before);
+        o.conv_after = o.conv ? get_typed(typed_after) : NULL;
+        if (o.conv_after == NULL)
+            goto done;
+        if (o.conv->n != o.plan->n || o.conv_after->n != o.plan_after->n) {
+            PyErr_SetString(PyExc_ValueError, "the conversions do not match the plans");
+            goto done;
+        }
+        if (tk_side_init(&o.tfirst, o.plan->n) || tk_side_init(&o.tsecond, a.op == OP_UPDATE ? o.plan_after->n : 0))
+            goto done;
+    }
+    x.path = path;
+    x.label = label;
+    x.json = as_json && !typed;
+    if (walk_run(&a, view.buf, &x, &o, &events, &total_rows))
+        goto done;
+    PyObject *first, *second;
+    if (typed) {
+        first = tk_side_result(&o.tfirst, o.conv);
+        second = first == NULL ? NULL : a.op == OP_UPDATE ? tk_side_result(&o.tsecond, o.conv_after)
+                                                         : Py_NewRef(Py_None);
+    } else {
+        first = side_result(&o.first, x.json);
+        second = first == NULL ? NULL : a.op == OP_UPDATE ? side_result(&o.second, x.json) : Py_NewRef(Py_None);
+    }
+    if (first != NULL && second != NULL)
+        result = Py_BuildValue("(NnNN)", buf_bytes(&events), total_rows, first, second);
+    else
+        Py_XDECREF(first);
 done:
-    encode_clear(&x, &first, &second);
+    run_clear(&o);
+    ctx_clear(&x);
     ls_buf_free(&events);
     PyBuffer_Release(&view);
     return result;
@@ -1517,9 +1856,15 @@ static PyMethodDef methods[] = {
      "\n\nEncode the row images of one rows event (see rows_encode.encode_rows_event_c)."},
     {"encode_rows_run", encode_rows_run, METH_VARARGS,
      "encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, "
-     "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, op, as_json, path, label, "
-     "max_rows, max_bytes) -> (events, nrows, first, second)\n\nEncode a run of rows events of one table and "
-     "shape (see rows_run.py)."},
+     "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, "
+     "as_json, path, label, max_rows, max_bytes) -> (events, nrows, first, second)\n\nEncode a run of rows events "
+     "of one table and shape (see rows_run.py), as typed columns when typed is not None (see typed_kernel.py)."},
+    {"compile_typed", compile_typed, METH_VARARGS,
+     "compile_typed(convs) -> typed\n\nThe conversions of one image shape's present columns to view=table's typed "
+     "columns (see typed_kernel.py)."},
+    {"typed_rows", typed_rows, METH_VARARGS,
+     "typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label) -> (n, "
+     "first, second) or None\n\nThe row images of one rows event as typed columns (see typed_kernel.py)."},
     {"rows_head", rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
@@ -1553,6 +1898,12 @@ PyMODINIT_FUNC PyInit__kernel(void)
         {"K_DATETIME_OLD", K_DATETIME_OLD}, {"K_TIME_OLD", K_TIME_OLD}, {"K_TEXT", K_TEXT}, {"K_ENUM", K_ENUM},
         {"K_SET", K_SET}, {"K_BIT", K_BIT}, {"CS_UTF8", CS_UTF8}, {"CS_BINARY", CS_BINARY},
         {"CS_TABLE", CS_TABLE}, {"CS_CODEC", CS_CODEC},
+        {"S_NONE", S_NONE}, {"S_INT", S_INT}, {"S_YEAR", S_YEAR}, {"S_FLOAT", S_FLOAT}, {"S_DECIMAL", S_DECIMAL},
+        {"S_DATE", S_DATE}, {"S_DATETIME", S_DATETIME}, {"S_TIMESTAMP", S_TIMESTAMP}, {"S_TEXT", S_TEXT},
+        {"S_BIT", S_BIT}, {"S_BYTES", S_BYTES}, {"S_RAW", S_RAW}, {"T_INT8", T_INT8}, {"T_INT16", T_INT16},
+        {"T_INT32", T_INT32}, {"T_INT64", T_INT64}, {"T_FLOAT32", T_FLOAT32}, {"T_FLOAT64", T_FLOAT64},
+        {"T_DECIMAL", T_DECIMAL}, {"T_DATE32", T_DATE32}, {"T_TIMESTAMP", T_TIMESTAMP}, {"T_STRING", T_STRING},
+        {"T_BINARY", T_BINARY}, {"T_RAW", T_RAW},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) {

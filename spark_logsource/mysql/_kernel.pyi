@@ -1,4 +1,5 @@
-"""Compiled twin of :func:`spark_logsource.mysql.rows_encode.encode_rows_event_py` (``_kernel.c``)."""
+"""Compiled twin of :func:`spark_logsource.mysql.rows_encode.encode_rows_event_py` and of view=table's typed
+conversion (``_kernel.c``, ``_typed.h``; see ``typed_kernel.py``)."""
 
 from typing import Any
 
@@ -23,6 +24,30 @@ CS_UTF8: int
 CS_BINARY: int
 CS_TABLE: int
 CS_CODEC: int
+S_NONE: int
+S_INT: int
+S_YEAR: int
+S_FLOAT: int
+S_DECIMAL: int
+S_DATE: int
+S_DATETIME: int
+S_TIMESTAMP: int
+S_TEXT: int
+S_BIT: int
+S_BYTES: int
+S_RAW: int
+T_INT8: int
+T_INT16: int
+T_INT32: int
+T_INT64: int
+T_FLOAT32: int
+T_FLOAT64: int
+T_DECIMAL: int
+T_DATE32: int
+T_TIMESTAMP: int
+T_STRING: int
+T_BINARY: int
+T_RAW: int
 
 def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, json_keys: Any) -> object:
     """The compiled description of one row-image shape (see ``rows_encode._plan``)."""
@@ -41,10 +66,24 @@ def rows_head(body: bytes | memoryview, table_id_size: int, post_header_len: int
 
 def encode_rows_run(buf: bytes, start: int, limit: int, base: int, stop: int, crc_len: int, verify: bool,
                     crc32: Any, type_code: int, table_id_size: int, post_header_len: int, v2: bool, table_id: int,
-                    ncols: int, present: int, present_after: int, plan: object, plan_after: object, op: int,
-                    as_json: bool, path: str | None, label: str, max_rows: int,
-                    max_bytes: int) -> tuple[bytes, int, _Side, _Side | None]:
+                    ncols: int, present: int, present_after: int, plan: object, plan_after: object,
+                    typed: object | None, typed_after: object | None, op: int, as_json: bool, path: str | None,
+                    label: str, max_rows: int, max_bytes: int) -> tuple[bytes, int, Any, Any]:
     """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``rows_run.py``):
     ``(events, n, first, second)``, ``events`` packing five little-endian int64 per event (offset, next offset,
-    timestamp, server id, rows), the sides as in :func:`encode_rows`; ``events`` is empty when not even the first
-    event could be read."""
+    timestamp, server id, rows), the sides as in :func:`encode_rows`, or as in :func:`typed_rows` when ``typed`` /
+    ``typed_after`` are conversions (:func:`compile_typed`); ``events`` is empty when not even the first event could
+    be read."""
+
+_Column = tuple[bytes, bytes, bytes | None]
+
+def compile_typed(convs: list[tuple[int, int, int, int, int, int, int]]) -> object:
+    """The conversions of one image shape's present columns, ``(source, target, unsigned, bits, precision, scale,
+    width)`` each (see ``typed_kernel.conversion``)."""
+
+def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, typed: object,
+               typed_after: object, op: int, path: str | None, data_base: int, in_block: bool,
+               label: str) -> tuple[int, tuple[_Column, ...], tuple[_Column, ...] | None] | None:
+    """The row images of one rows event as typed columns: ``(n, first, second)``, a side holding per present
+    column ``(valid, data, ends)`` (a validity byte per row; ends None for fixed-width types); None when a value
+    does not convert (the event takes the Python path)."""

@@ -24,7 +24,7 @@ from .read_options import BinlogReadOptions
 from .rows_encode import EncodedRows, ImageColumn, pack_images
 from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 
-__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "join_cells"]
+__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "join_cells", "join_parts"]
 
 _INT32_MAX = 2**31 - 1
 
@@ -113,7 +113,7 @@ def _slice_cells(cells: ImageColumn, lo: int, hi: int) -> ImageColumn:
     return ImageColumn(hi - lo, ends, data, *_slice_part(cells.meta_ends, cells.meta, lo, hi))
 
 
-def _join_part(parts: list[tuple[int, bytes | None, bytes | None]]) -> tuple[pa.Buffer, pa.Buffer]:
+def join_parts(parts: list[tuple[int, bytes | None, bytes | None]]) -> tuple[pa.Buffer, pa.Buffer]:
     """Arrow offsets and data of ``(n, ends, data)`` parts back to back (None: ``n`` empty cells)."""
     counts = [n for n, _e, _d in parts]
     ends = np.frombuffer(b"".join(e if e is not None else bytes(4 * n) for n, e, _d in parts), dtype="<i4")
@@ -140,12 +140,12 @@ def join_cells(parts: list[tuple[int, ImageColumn | None]], json: bool) -> pa.Ar
     if nulls:
         present = np.repeat(np.array([cells is not None for _n, cells in parts]), [count for count, _c in parts])
         validity = pa.py_buffer(np.packbits(present, bitorder="little"))
-    offsets, data = _join_part([(count, None if c is None else c.ends, None if c is None else c.data)
+    offsets, data = join_parts([(count, None if c is None else c.ends, None if c is None else c.data)
                                 for count, c in parts])
     if json:
         return pa.Array.from_buffers(pa.string(), n, [validity, offsets, data], null_count=nulls)
     # the children of a null row hold empty bytes, so that they stay non-null as Spark's variant wants
-    meta_offsets, meta = _join_part([(count, None if c is None else c.meta_ends, None if c is None else c.meta)
+    meta_offsets, meta = join_parts([(count, None if c is None else c.meta_ends, None if c is None else c.meta)
                                      for count, c in parts])
     value_array = pa.Array.from_buffers(pa.binary(), n, [None, offsets, data], null_count=0)
     metadata_array = pa.Array.from_buffers(pa.binary(), n, [None, meta_offsets, meta], null_count=0)

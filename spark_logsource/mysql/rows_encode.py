@@ -62,8 +62,9 @@ from .rows import decode_rows_event, parse_rows_head, rows_data
 from .tablemap import TableMap, string_length_from_meta
 from .values import column_decoder
 
-__all__ = ["KERNEL_AVAILABLE", "EncodedRows", "ImageColumn", "encode_rows_event", "encode_rows_event_c",
-           "encode_rows_event_py", "kernel_head", "kernel_plans", "kernel_rows", "pack_images"]
+__all__ = ["KERNEL_AVAILABLE", "OP_CODES", "PARTIAL_UPDATE_ROWS", "EncodedRows", "ImageColumn", "KernelEvent",
+           "encode_rows_event", "encode_rows_event_c", "encode_rows_event_py", "kernel_event", "kernel_head",
+           "kernel_plans", "kernel_rows", "pack_images"]
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +75,12 @@ KERNEL_AVAILABLE = _kernel is not None
 
 ROW_FORMATS = ("variant", "json")
 
-_PARTIAL_UPDATE_ROWS = 39
+PARTIAL_UPDATE_ROWS = 39
 # Rows events whose head the kernel reads (rows_head): v1 and v2, not compressed (their images are inflated first).
 _FAST_OPS = {23: "insert", 24: "update", 25: "delete", 30: "insert", 31: "update", 32: "delete"}
 _FAST_V2 = frozenset({30, 31, 32})
-_OP_CODES = {"insert": 0, "update": 1, "delete": 2}
+#: The kernel's op numbers (OP_INSERT / OP_UPDATE / OP_DELETE in _kernel.c).
+OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 
 # Value kinds of the kernel: enum mk_kind in _kernel.c, which exports them (a test compares both).
 K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR = 0, 1, 2, 3, 4, 5, 6
@@ -355,30 +357,54 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
                         max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
     """The compiled path (requires the kernel); same arguments, result and errors as the reference."""
     as_json = _check_row_format(row_format)
-    if event_type == _PARTIAL_UPDATE_ROWS:
+    if event_type == PARTIAL_UPDATE_ROWS:
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    fast = kernel_head(event_type, body, table_id_size, post_header_len, table_maps)
-    if fast is not None:
-        # the common case, read by the kernel: a well-formed uncompressed head (what parse_rows_head returns)
-        op, (table_id, flags, pos, _ncols, present, present_after), table_map = fast
-        data, data_base, in_block = body, offset + 19, False
-    else:
-        head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                               table_maps=table_maps, path=path, offset=offset)
-        data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
-                                                   max_uncompressed=max_uncompressed)
-        table_map, op, table_id, flags = head.table_map, head.op, head.table_id, head.flags
-        present, present_after = head.present, head.present_after
-    plan, plan_after, label = kernel_plans(table_map, op, present, present_after, path, offset)
+    ev = kernel_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                      table_maps=table_maps, path=path, offset=offset, max_uncompressed=max_uncompressed)
+    plan, plan_after, label = kernel_plans(ev.table_map, ev.op, ev.present, ev.present_after, path, offset)
     if plan is None or plan_after is None:
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
-    n, first, second = _kernel.encode_rows(data, pos, plan, plan_after, _OP_CODES[op], as_json, path, data_base,
-                                           in_block, label)
-    return kernel_rows(table_id, flags, op, n, first, second)
+    n, first, second = _kernel.encode_rows(ev.data, ev.pos, plan, plan_after, OP_CODES[ev.op], as_json, path,
+                                           ev.data_base, ev.in_block, label)
+    return kernel_rows(ev.table_id, ev.flags, ev.op, n, first, second)
+
+
+@dataclass(slots=True)
+class KernelEvent:
+    """What the kernel needs of a rows event: its head, and where its row images are (``data[pos:]``; offsets in
+    errors are ``data_base`` + position, or ``data_base`` alone when ``in_block``: an inflated compressed event)."""
+
+    op: str
+    table_id: int
+    flags: int
+    present: int
+    present_after: int
+    table_map: TableMap
+    data: bytes | memoryview
+    pos: int
+    data_base: int
+    in_block: bool
+
+
+def kernel_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                 table_maps: Mapping[int, TableMap], path: str | None, offset: int,
+                 max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> KernelEvent:
+    """The head and row data of a rows event other than PARTIAL_UPDATE_ROWS (rows.py's errors for bad ones)."""
+    fast = kernel_head(event_type, body, table_id_size, post_header_len, table_maps)
+    if fast is not None:
+        # the common case, read by the kernel: a well-formed uncompressed head (what parse_rows_head returns)
+        op, (table_id, flags, pos, _ncols, present, present_after), table_map = fast
+        return KernelEvent(op, table_id, flags, present, present_after, table_map, body, pos, offset + 19, False)
+    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                           table_maps=table_maps, path=path, offset=offset)
+    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
+                                               max_uncompressed=max_uncompressed)
+    return KernelEvent(head.op, head.table_id, head.flags, head.present, head.present_after, head.table_map, data,
+                       pos, data_base, in_block)
 
 
 def kernel_rows(table_id: int, flags: int, op: str, n: int, first: tuple, second: tuple | None) -> EncodedRows:

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import CorruptDataError
 from .events import BinlogEvent
-from .rows_encode import _FAST_V2, _OP_CODES, KERNEL_AVAILABLE, EncodedRows, kernel_head, kernel_plans, kernel_rows
+from .rows_encode import _FAST_V2, KERNEL_AVAILABLE, OP_CODES, kernel_head, kernel_plans, kernel_rows
 from .rows_encode import _kernel as kernel
 from .tablemap import TableMap
 
-__all__ = ["RUN_MAX_BYTES", "RUN_MAX_ROWS", "RowsRun", "encode_run"]
+__all__ = ["RUN_MAX_BYTES", "RUN_MAX_ROWS", "RowsRun", "RunHead", "encode_run", "event_bytes", "run_events", "run_head"]
 
 #: At most this many rows per run (a run is one chunk of a batch; Spark's batches hold 8192 rows by default).
 RUN_MAX_ROWS = 16384
@@ -43,7 +44,7 @@ class RowsRun:
     table_map: TableMap
     op: str
     events: np.ndarray  #: int64 (k, 5): pos, next_pos, timestamp, server_id, rows of each event
-    rows: EncodedRows  #: every row of the run, in file order
+    rows: Any  #: every row of the run, in file order: EncodedRows, or view=table's typed_kernel.TypedRows
     event_bytes: int  #: bytes of the run's events
 
     @property
@@ -67,12 +68,36 @@ class RowsRun:
         return pos, next_pos, timestamp, server_id, row_index
 
 
-def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len: int, verify: bool,
-               table_id_size: int, post_header_len: int, table_maps: dict[int, TableMap], path: str, as_json: bool,
-               max_rows: int = RUN_MAX_ROWS, max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
-    """The run of rows events that begins with ``ev``, read from ``buf`` (the walk's window: file offset
-    ``buf_start`` is ``buf[0]``), with file offsets below ``stop``; None when ``ev`` itself is not for the kernel
-    (the caller then takes the per-event path, which handles everything)."""
+@dataclass(slots=True)
+class RunHead:
+    """What the kernel needs to read a run that begins with a given event: its place in the window and the event's
+    head, table and compiled plans."""
+
+    start: int
+    op: str
+    table_id: int
+    ncols: int
+    present: int
+    present_after: int
+    table_map: TableMap
+    plan: Any
+    plan_after: Any
+    label: str
+
+    def args(self, ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, crc_len: int, verify: bool,
+             table_id_size: int, post_header_len: int) -> tuple[Any, ...]:
+        """The kernel's arguments up to the column bitmaps: the window and its limits, the framing checks, the
+        event's type and head."""
+        stop = min(stop, buf_start + len(buf))  # nothing past the buffer is read; and it fits the kernel's int64
+        return (buf, self.start, len(buf), buf_start, stop, crc_len, verify, zlib.crc32, ev.type_code, table_id_size,
+                post_header_len, ev.type_code in _FAST_V2, self.table_id, self.ncols, self.present, self.present_after)
+
+
+def run_head(ev: BinlogEvent, buf: bytes, buf_start: int, *, table_id_size: int, post_header_len: int,
+             table_maps: dict[int, TableMap], path: str) -> RunHead | None:
+    """The :class:`RunHead` of the run that begins with ``ev`` in ``buf`` (file offset ``buf_start`` is
+    ``buf[0]``); None when ``ev`` itself is not for the kernel (the caller then takes the per-event path, which
+    handles everything)."""
     start = ev.pos - buf_start
     if not KERNEL_AVAILABLE or ev.inner_index is not None or start < 0 or ev.next_pos - buf_start > len(buf):
         return None
@@ -86,13 +111,33 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
         return None  # the per-event path raises it where it belongs
     if plan is None or plan_after is None:
         return None
-    stop = min(stop, buf_start + len(buf))  # nothing past the buffer is read; and it fits the kernel's int64
+    return RunHead(start, op, table_id, ncols, present, present_after, table_map, plan, plan_after, label)
+
+
+def run_events(packed: bytes) -> np.ndarray:
+    """The kernel's five int64 per event as a (k, 5) array."""
+    return np.frombuffer(packed, dtype="<i8").reshape(-1, 5)
+
+
+def event_bytes(events: np.ndarray) -> int:
+    return int((events[:, _NEXT_POS] - events[:, _POS]).sum())
+
+
+def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len: int, verify: bool,
+               table_id_size: int, post_header_len: int, table_maps: dict[int, TableMap], path: str, as_json: bool,
+               max_rows: int = RUN_MAX_ROWS, max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
+    """The run of rows events that begins with ``ev``, read from ``buf`` (the walk's window: file offset
+    ``buf_start`` is ``buf[0]``), with file offsets below ``stop``; None when ``ev`` itself is not for the kernel
+    (the caller then takes the per-event path, which handles everything)."""
+    head = run_head(ev, buf, buf_start, table_id_size=table_id_size, post_header_len=post_header_len,
+                    table_maps=table_maps, path=path)
+    if head is None:
+        return None
     packed, n, first, second = kernel.encode_rows_run(
-        buf, start, len(buf), buf_start, stop, crc_len, verify, zlib.crc32, ev.type_code, table_id_size,
-        post_header_len, ev.type_code in _FAST_V2, table_id, ncols, present, present_after, plan, plan_after,
-        _OP_CODES[op], as_json, path, label, max_rows, max_bytes)
+        *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
+        head.plan_after, None, None, OP_CODES[head.op], as_json, path, head.label, max_rows, max_bytes)
     if not packed:
         return None
-    events = np.frombuffer(packed, dtype="<i8").reshape(-1, 5)
-    rows = kernel_rows(table_id, 0, op, n, first, second)
-    return RowsRun(table_map, op, events, rows, int((events[:, _NEXT_POS] - events[:, _POS]).sum()))
+    events = run_events(packed)
+    rows = kernel_rows(head.table_id, 0, head.op, n, first, second)
+    return RowsRun(head.table_map, head.op, events, rows, event_bytes(events))

@@ -221,11 +221,19 @@ def _base_converter(spec: ColumnSpec) -> Callable[[Any], Any]:
         return conv_float
     if k == "decimal":
         as_text = spec.precision > MAX_DECIMAL_DIGITS
+        # DECIMAL(p, s) holds a value when it has at most s fraction digits (trailing zeros aside) and p digits in
+        # all at scale s; a TABLE_MAP that disagrees with the declaration can give one that does not fit
+        checked = 0 < spec.precision <= MAX_DECIMAL_DIGITS
+        limit = 10**spec.precision
 
         def conv_decimal(v: Any) -> Any:
             if not isinstance(v, Decimal):
                 raise _fail(spec, v, "is not a decimal")
-            return str(v) if as_text else v
+            if as_text:
+                return str(v)
+            if checked and not _fits_decimal(v, spec.scale, limit):
+                raise _fail(spec, v, f"does not fit DECIMAL({spec.precision},{spec.scale})")
+            return v
 
         return conv_decimal
     if k == "date":
@@ -308,6 +316,22 @@ def _base_converter(spec: ColumnSpec) -> Callable[[Any], Any]:
         raise _fail(spec, v, "is not binary")
 
     return conv_bytes
+
+
+def _fits_decimal(v: Decimal, scale: int, limit: int) -> bool:
+    """Whether ``v`` at ``scale`` is an integer below ``limit`` in magnitude (exact integer arithmetic)."""
+    if not v.is_finite():
+        return False
+    _sign, digits, exponent = v.as_tuple()
+    assert isinstance(exponent, int)
+    unscaled = int("".join(map(str, digits)))
+    shift = exponent + scale
+    if shift >= 0:
+        if unscaled and len(digits) + shift > len(str(limit)):  # too many digits (and no huge power built)
+            return False
+        return unscaled * 10**shift < limit
+    whole, rest = divmod(unscaled, 10**-shift)
+    return rest == 0 and whole < limit
 
 
 def cell_converter(spec: ColumnSpec, column_type: pa.DataType | str) -> Callable[[Any], Any]:

@@ -312,12 +312,12 @@ class TransactionMachine:
         if buffer:
             max_rows = min(max_rows, MAX_PENDING_ROWS - self.pending_rows)
             max_bytes = min(max_bytes, MAX_PENDING_BYTES - self.pending_bytes)
-            if max_rows <= 0 or max_bytes <= 0:
-                return None
-        run = encode_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
-                         table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
-                         table_maps=self.table_maps, path=self.path, as_json=self.options.row_format == "json",
-                         max_rows=max_rows, max_bytes=max_bytes)
+        else:
+            room = self.view.run_room()
+            max_rows = max_rows if room is None else min(max_rows, room)
+        if max_rows <= 0 or max_bytes <= 0:
+            return None
+        run = self._encode_run(ev, window, stop, crc_len, verify, max_rows, max_bytes)
         if run is None:
             return None
         if buffer and (self.pending_rows + run.rows.n > MAX_PENDING_ROWS
@@ -359,6 +359,14 @@ class TransactionMachine:
             self.pending_bytes += ev.event_size
         else:
             self.view.changes(values, rows)
+
+    def _encode_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int, verify: bool,
+                    max_rows: int, max_bytes: int) -> RowsRun | None:
+        """The run that begins with ``ev`` read by the kernel (see :meth:`rows_run`), or None."""
+        return encode_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
+                          table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
+                          table_maps=self.table_maps, path=self.path, as_json=self.options.row_format == "json",
+                          max_rows=max_rows, max_bytes=max_bytes)
 
     def _look_ahead_xid(self, pos: int) -> int | None:
         """The XID ending the current transaction, found by walking on from ``pos`` (None if it has none)."""

@@ -23,17 +23,13 @@ logged skip (DROPMALFORMED) or an error (FAILFAST): never a guess.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..arrowcols import string_column
 from ..errors import CorruptDataError, OptionError
 from ..filters import Predicate
 from ..fs import FileEntry, display_name, open_input
@@ -50,9 +46,11 @@ from .payload import decode_payload_header, iter_payload_events, uncompress_payl
 from .query_event import decode_query
 from .read_options import BinlogReadOptions
 from .rows import decode_rows_event
+from .rows_run import RowsRun
 from .splits import walk_split
 from .table_options import TableOptions, parse_table_options
 from .table_schema import (
+    ColumnSpec,
     Layout,
     ValueMismatch,
     cell_converter,
@@ -64,6 +62,8 @@ from .table_schema import (
 )
 from .tablemap import TableMap, decode_table_map
 from .transactions import QUERY_TYPES, TABLE_MAP_CACHE_SIZE, TransactionMachine, warn_once
+from .typed_batch import SOURCE_FIELDS, Columns, PythonImages
+from .typed_kernel import TypedRows, TypedShape, compile_shape, kernel_available, typed_rows_event, typed_run
 from .views import ViewWriter
 
 if TYPE_CHECKING:
@@ -73,16 +73,7 @@ __all__ = ["SOURCE_FIELDS", "TableView", "parse_table_options"]
 
 log = logging.getLogger(__name__)
 
-SOURCE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    ("file", pa.string()), ("pos", pa.int64()), ("row_index", pa.int32()),
-    ("timestamp", pa.timestamp("us", tz="UTC")), ("server_id", pa.int64()), ("gtid", pa.string()),
-    ("xid", pa.int64()), ("database", pa.string()), ("table", pa.string()),
-)
-_SOURCE_TIMESTAMP = SOURCE_FIELDS[3][1]
-#: One side's images of a rows event: cells by union column name, and which rows have the image.
-_ImageColumns = tuple[dict[str, list[Any]], list[bool]]
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: (position, table name, layout or the reason there is none) of each TABLE_MAP layout seen, per table name.
 _MetadataLayouts = dict[tuple[str, str], list[tuple[Position, Layout | None]]]
 
@@ -163,6 +154,15 @@ class _Naming:
 
     table_map: TableMap
     cells: dict[str, tuple[str, Any]]  # image key → (union column name, converter)
+    #: per TABLE_MAP column: the union column name, the declared column, the union column's type
+    columns: tuple[tuple[str, ColumnSpec, pa.DataType | str], ...]
+    #: the kernel's shapes of this naming, by present-columns bitmap (None: that shape takes the Python path)
+    shapes: dict[int, TypedShape | None] = dataclasses.field(default_factory=dict)
+
+    def shape(self, present: int) -> TypedShape | None:
+        if present not in self.shapes:
+            self.shapes[present] = compile_shape(self.columns, self.table_map, present)
+        return self.shapes[present]
 
 
 @dataclass(slots=True)
@@ -348,20 +348,21 @@ class TableView:
                                                          f"{col.real_type}")
             decode_with = enrich_table_map(table_map, layout)
         cells = {}
+        columns = []
         for i, spec in enumerate(layout.columns):
             if spec.key not in self.column_types:  # a TABLE_MAP the driver's walk did not see (a skipped region)
                 raise CorruptDataError(path, offset, f"rows of {where}: column {spec.name!r} is not in the view's "
                                                      "schema")
             name, column_type = self.column_types[spec.key]
             cells[decode_with.key_for(i)] = (name, cell_converter(spec, column_type))
-        return _Naming(decode_with, cells)
+            columns.append((name, spec, column_type))
+        return _Naming(decode_with, cells, tuple(columns))
 
 
 class _TableMachine(TransactionMachine):
     """The changes view's transaction machine, decoding the table's rows with the layout in force."""
 
     view: TableWriter
-    reads_runs = False  # its rows are decoded into typed columns by _encode_rows, not by the Variant kernel
 
     def _decode_table_map(self, ev: BinlogEvent) -> TableMap:
         """As the changes view's, without its warning about rows keyed ``@1``: this view names them itself."""
@@ -377,114 +378,35 @@ class _TableMachine(TransactionMachine):
     def _encode_rows(self, ev: BinlogEvent) -> Any:
         table_map = self._table_map_of(ev)
         naming = self.view.naming_of(table_map, ev)
+        if self.view.use_kernel:
+            typed = typed_rows_event(ev.type_code, ev.body, post_header_len=self._rows_post_header[ev.type_code],
+                                     table_id_size=self.table_id_size, table_map=naming.table_map,
+                                     shape_of=naming.shape, path=self.path, offset=ev.pos,
+                                     max_uncompressed=self.options.max_uncompressed)
+            if typed is not None:
+                return typed
         decoded = decode_rows_event(ev.type_code, ev.body, post_header_len=self.fde.post_header_len(ev.type_code, 10),
                                     table_id_size=self.table_id_size, table_maps={table_map.table_id: naming.table_map},
                                     path=self.path, offset=ev.pos, max_uncompressed=self.options.max_uncompressed)
         return _DecodedRows(len(decoded.rows), decoded.rows, naming)
 
-
-class _Image:
-    """One image column (``before`` or ``after``) of the rows gathered so far, kept column by column: the cells of
-    each union column, and whether each row has the image at all."""
-
-    __slots__ = ("cells", "present")
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.cells: dict[str, list[Any]] = {name: [] for name in names}
-        self.present: list[bool] = []
-
-    def add_row(self, image: dict[str, Any] | None) -> None:
-        """One row's image: cells by union column name (a column the row lacks is null), or None."""
-        self.present.append(image is not None)
-        get = (image or {}).get
-        for name, cells in self.cells.items():
-            cells.append(get(name))
-
-    def add_rows(self, n: int, images: _ImageColumns | None) -> None:
-        """``n`` rows' images: cells column by column and which rows have the image (None: no row has it)."""
-        nulls = [None] * n
-        if images is None:
-            self.present.extend([False] * n)
-            columns: dict[str, list[Any]] = {}
-        else:
-            columns, present = images
-            self.present.extend(present)
-        for name, cells in self.cells.items():
-            cells.extend(columns.get(name, nulls))
-
-    def array(self, struct: pa.StructType) -> pa.Array:
-        """The image column as a struct array of ``struct`` (the view's union columns); null where a row has no
-        image."""
-        # cells are already of the fields' types (variant cells as their encoded parts): Arrow builds them in C
-        children = [pa.array(self.cells[f.name], f.type) for f in struct]
-        absent = np.logical_not(np.array(self.present, dtype=bool))
-        mask = pa.array(absent) if absent.any() else None
-        return pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
-
-
-class _Columns:
-    """Output rows as column lists, cut into record batches of the view's schema."""
-
-    def __init__(self, view: TableView, path: str) -> None:
-        self.view = view
-        self.path = path
-        self.corrupt = view.common.corrupt_column_or_none
-        self.clear()
-
-    def clear(self) -> None:
-        names = [f.name for f in self.view.struct]
-        self.op: list[str | None] = []
-        self.images = {"before": _Image(names), "after": _Image(names)}
-        # the source struct's fields but ``file`` (one value per split), column by column
-        self.source: list[list[Any]] = [[] for _ in SOURCE_FIELDS[1:]]
-        self.errors: list[str | None] = []
-        self.n = 0
-        self.bytes = 0
-
-    def add(self, op: str | None, before: dict | None, after: dict | None, source: tuple, error: str | None,
-            size: int = 0) -> None:
-        """One row; ``source`` holds the source struct's fields in order (``file`` first, ignored)."""
-        self.op.append(op)
-        self.images["before"].add_row(before)
-        self.images["after"].add_row(after)
-        for cells, value in zip(self.source, source[1:], strict=True):
-            cells.append(value)
-        self.errors.append(error)
-        self.n += 1
-        self.bytes += size
-
-    def add_event(self, op: str, n: int, before: _ImageColumns | None, after: _ImageColumns | None, source: tuple,
-                  size: int) -> None:
-        """The ``n`` rows of one rows event, their images column by column; ``source`` as :meth:`add` takes it,
-        with the row index left out (it is 0 .. n-1)."""
-        self.op.extend([op] * n)
-        self.images["before"].add_rows(n, before)
-        self.images["after"].add_rows(n, after)
-        pos, _row_index, *rest = source[1:]
-        self.source[0].extend([pos] * n)
-        self.source[1].extend(range(n))
-        for cells, value in zip(self.source[2:], rest, strict=True):
-            cells.extend([value] * n)
-        self.errors.extend([None] * n)
-        self.n += n
-        self.bytes += size
-
-    def batch(self) -> pa.RecordBatch:
-        n = self.n
-        source_children = [string_column(self.path, n)]
-        for (_name, t), cells in zip(SOURCE_FIELDS[1:], self.source, strict=True):
-            if t == _SOURCE_TIMESTAMP:  # seconds → microseconds, in Arrow rather than per row
-                source_children.append(pc.multiply(pa.array(cells, pa.int64()), 1_000_000).cast(t))
-            else:
-                source_children.append(pa.array(cells, t))
-        arrays = [pa.array(self.op, pa.string()), self.images["before"].array(self.view.struct),
-                  self.images["after"].array(self.view.struct),
-                  pa.StructArray.from_arrays(source_children, fields=list(self.view.source_type))]
-        if self.corrupt is not None:
-            arrays.append(pa.array(self.errors, pa.string()))
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.view.schema())
-        self.clear()
-        return batch
+    def _encode_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int, verify: bool,
+                    max_rows: int, max_bytes: int) -> RowsRun | None:
+        """The run that begins with ``ev``, its rows as the kernel's typed columns; None when the event is not the
+        table's or not for the kernel (the per-event path then skips it, or reads it)."""
+        if not self.view.use_kernel:
+            return None
+        try:
+            table_map = self._table_map_of(ev)
+            if not self.view.rows_wanted(ev, table_map, et.ROWS_EVENT_OPS[ev.type_code]):
+                return None
+            naming = self.view.naming_of(table_map, ev)
+        except CorruptDataError:
+            return None
+        return typed_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
+                         table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
+                         table_map=naming.table_map, shape_of=naming.shape, path=self.path, max_rows=max_rows,
+                         max_bytes=max_bytes)
 
 
 class TableWriter(ViewWriter):
@@ -500,7 +422,9 @@ class TableWriter(ViewWriter):
         self.file_number = file_number
         self.out_path = path
         self.batch_size = options.common.batch_size
-        self.columns = _Columns(view, path)
+        self.columns = Columns(view, path)
+        #: the compiled kernel converts rows events to typed columns (the Python path when it declines)
+        self.use_kernel = kernel_available()
         self._namings: dict[tuple[int, Position | None], tuple[TableMap, _Naming]] = {}
 
     @property
@@ -526,16 +450,29 @@ class TableWriter(ViewWriter):
                       statement: str | None) -> list[Any]:
         return [ev.pos, ev.timestamp, ev.server_id, gtid, xid, table_map.database, table_map.table, op]
 
+    def run_values(self, run: RowsRun, gtid: str | None, xid: int | None, statement: str | None) -> list[Any]:
+        """As :meth:`change_values`, for a run of rows events: its events (pos, next pos, timestamp, server id and
+        rows of each) in place of the position, timestamp and server id."""
+        table_map = run.table_map
+        return [run.events, None, None, gtid, xid, table_map.database, table_map.table, run.op]
+
     def changes(self, values: list[Any], rows: Any, xid: int | None = None, set_xid: bool = False) -> None:
         if set_xid:
             values[4] = xid
         pos, timestamp, server_id, gtid, xid, database, table, op = values
+        if type(pos) is not int:  # a run: its events
+            self.columns.add_kernel_run(_OPS[op], pos, rows.before, rows.after, (gtid, xid, database, table),
+                                        rows.size)
+            return
         source = (None, pos, None, timestamp, server_id, gtid, xid, database, table)
+        if type(rows) is TypedRows:
+            self.columns.add_kernel_event(_OPS[op], rows.n, rows.before, rows.after, source, rows.size)
+            return
         try:
             # column by column: one converter call per value, no dict per row
             before, before_size = _image_columns([b for b, _a in rows.rows], rows.naming.cells)
             after, after_size = _image_columns([a for _b, a in rows.rows], rows.naming.cells)
-        except (ValueMismatch, KeyError):
+        except (ValueMismatch, NotColumnWise):
             self._changes_row_by_row(source, rows, op)  # which row, and the others kept: as row by row gives them
             return
         self.columns.add_event(_OPS[op], len(rows.rows), before, after, source, before_size + after_size)
@@ -561,6 +498,11 @@ class TableWriter(ViewWriter):
     def full(self) -> bool:
         return self.columns.n >= self.batch_size or self.columns.bytes >= MAX_BATCH_BYTES
 
+    def run_room(self) -> int | None:
+        """The rows left before the batch is full: a run stops there, as the walk checks :meth:`full` after each
+        event (the batches are cut where the per-event path cuts them)."""
+        return self.batch_size - self.columns.n
+
     def emit(self, final: bool = True) -> Iterator[pa.RecordBatch]:
         """The rows gathered so far, in batches of at most ``batchSize``; they are always emitted, whatever
         ``final`` (the split walk's hint that more rows may follow)."""
@@ -571,6 +513,10 @@ class TableWriter(ViewWriter):
 
 
 _VARIABLE = (str, bytes)
+
+
+class NotColumnWise(Exception):
+    """The images of a rows event cannot be converted column by column (the row-by-row path takes them)."""
 
 
 def _typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tuple[dict[str, Any], int]:
@@ -589,16 +535,16 @@ def _typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tu
 
 
 def _image_columns(images: list[dict[str, Any] | None],
-                   cells: dict[str, tuple[str, Any]]) -> tuple[_ImageColumns | None, int]:
+                   cells: dict[str, tuple[str, Any]]) -> tuple[PythonImages | None, int]:
     """One side's images of a rows event as cells by union column name, with which rows have the image (None when
-    none has), and their string and binary bytes. ValueMismatch as the converters raise it; KeyError when the
+    none has), and their string and binary bytes. ValueMismatch as the converters raise it; NotColumnWise when the
     images do not share one key set (one event's images do: one plan decodes them all)."""
     first = next((image for image in images if image is not None), None)
     if first is None:
         return None, 0
-    width = len(first)
-    if any(image is not None and len(image) != width for image in images):
-        raise KeyError("the images of one rows event have different columns")  # a missing key raises it below
+    keys = first.keys()
+    if any(image is not None and image.keys() != keys for image in images):
+        raise NotColumnWise("the images of one rows event have different columns")
     present = [image is not None for image in images]
     rows = images if all(present) else [image or dict.fromkeys(first) for image in images]
     out: dict[str, list[Any]] = {}

@@ -110,6 +110,10 @@ class ViewWriter:
     def full(self) -> bool:
         return self.out.full()
 
+    def run_room(self) -> int | None:
+        """At most how many rows a run of rows events may add now (None: any; the batch builder cuts exactly)."""
+        return None
+
     def emit(self, final: bool = True) -> Iterator[pa.RecordBatch]:
         """The rows so far as batches (``final=False``: a last partial batch waits for more rows)."""
         yield from self.out.emit(final)

@@ -43,6 +43,18 @@ def test_mysql_kernel_constants_match_the_plan_compiler() -> None:
     assert {n: getattr(kernel, n) for n in names} == {n: getattr(rows_encode, n) for n in names}
 
 
+def test_mysql_kernel_typed_constants_match_the_conversions() -> None:
+    """The S_* / T_* numbers of typed_kernel.py are enum tk_source / tk_target of _typed.h."""
+    from spark_logsource.mysql import typed_kernel
+
+    kernel = native.import_kernel("spark_logsource.mysql._kernel")
+    if kernel is None:
+        pytest.fail("the MySQL kernel is not built: pip install -e . with a C compiler")
+    names = [n for n in dir(typed_kernel) if n.startswith(("S_", "T_")) and n.isupper()]
+    assert len(names) == 24
+    assert {n: getattr(kernel, n) for n in names} == {n: getattr(typed_kernel, n) for n in names}
+
+
 @pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames",
                                     "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel"])
 def test_stub_names_every_function_of_the_kernel(module: str) -> None:

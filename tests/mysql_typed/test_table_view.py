@@ -20,8 +20,9 @@ import pytest
 import spark_logsource
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.native import pure_python_forced
 from spark_logsource.variant import decode_variant
-from tests.support.mysql_typed import DB, FINAL_TABLE, TypedWorkload
+from tests.support.mysql_typed import DB, FINAL_TABLE, TypedWorkload, count_kernel_events
 
 TABLE = f"{DB}.{FINAL_TABLE}"
 
@@ -204,6 +205,61 @@ def test_values_a_column_cannot_hold_are_errors(mariadb: Any, tmp_path: Path) ->
         spark_logsource.read("mysql-binlog", files, view="table", table=f"{DB}.zero", mode="FAILFAST")
 
 
+def test_declarations_the_binlog_disagrees_with(mariadb: Any, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DDL file that declares what the server did not write: DECIMAL(38,1) for a DECIMAL(38,0) column, JSON for a
+    LONGTEXT holding text that is not JSON. A value the declaration cannot hold is an error row, never a wrapped or
+    guessed value; the compiled path gives the reference's batches, and a bad value late in a run of rows events
+    costs a few kernel calls, not one per event."""
+    from spark_logsource.mysql import typed_rows
+
+    def workload(server: Any) -> None:
+        server.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
+        server.execute(f"CREATE OR REPLACE TABLE {DB}.dm (id INT PRIMARY KEY, v DECIMAL(38,0))")
+        server.execute(f"CREATE OR REPLACE TABLE {DB}.js (id INT PRIMARY KEY, doc LONGTEXT)")
+        server.flush_logs()
+        server.execute(f"INSERT INTO {DB}.dm VALUES (1, 5), (2, {3 * 10**37}), (3, NULL), (4, -7)")
+        # one INSERT of 3000 rows: many rows events of the table back to back (a run); row 2500 is not JSON
+        docs = ", ".join(f"({i}, '{{\"n\": {i}}}')" if i != 2500 else f"({i}, 'not json')" for i in range(3000))
+        server.execute(f"INSERT INTO {DB}.js VALUES {docs}")
+
+    files = mariadb.run_workload(workload, dest=tmp_path)
+    later = [str(f) for f in files[1:]]  # after the rotation: no CREATE TABLE, the DDL file names the rows
+    ddl = tmp_path / "declared.sql"
+    ddl.write_text(f"CREATE TABLE {DB}.dm (id INT PRIMARY KEY, v DECIMAL(38,1));\n"
+                   f"CREATE TABLE {DB}.js (id INT PRIMARY KEY, doc JSON);\n")
+
+    def batches(table: str, kernel: bool, counts: list[tuple[str, bool]] | None = None) -> list[Any]:
+        with monkeypatch.context() as patch:
+            patch.setattr(typed_rows, "kernel_available", lambda: kernel)
+            if counts is not None:
+                count_kernel_events(patch, counts)
+            return list(spark_logsource.iter_batches("mysql-binlog", later, view="table", table=f"{DB}.{table}",
+                                                     schemaFrom=f"ddl:{ddl}"))
+
+    decimals = [r for b in batches("dm", True) for r in b.to_pylist()]
+    assert [(r["op"], r["after"]) for r in decimals] == [
+        ("c", {"id": 1, "v": Decimal("5.0")}), (None, None), ("c", {"id": 3, "v": None}),
+        ("c", {"id": 4, "v": Decimal("-7.0")})]
+    assert "does not fit DECIMAL(38,1)" in decimals[1]["_corrupt_record"]
+    counts: list[tuple[str, bool]] = []
+    docs = batches("js", True, counts)
+    rows = [r for b in docs for r in b.to_pylist()]
+    assert len(rows) == 3000 and [r["source"]["row_index"] is not None for r in rows].count(True) == 3000
+    bad = [r for r in rows if r["_corrupt_record"] is not None]
+    assert len(bad) == 1 and "is not JSON" in bad[0]["_corrupt_record"] and rows.index(bad[0]) == 2500
+    events = len({r["source"]["pos"] for r in rows})
+    assert events >= 4  # the INSERT is several rows events
+    # the bad value's event declined once, every other event read once, in a run (under the pure-Python switch the
+    # walk reads no runs: each event alone)
+    assert counts.count(("one", False)) == 1 and len(counts) == events
+    assert ("one", True) not in counts or pure_python_forced()
+    for table, ours in (("dm", batches("dm", True)), ("js", docs)):
+        reference = batches(table, False)
+        assert [b.num_rows for b in ours] == [b.num_rows for b in reference]
+        assert all(a.equals(b) for a, b in zip(ours, reference, strict=True)), table
+
+
 def test_schema_from_server_names_rows_that_agree(mariadb: Any, typed_workloads: dict[str, TypedWorkload],
                                                   caplog: pytest.LogCaptureFixture) -> None:
     """schemaFrom=mysql://…: the server's layout today names the rows whose TABLE_MAP agrees with it (those written
@@ -227,45 +283,56 @@ def test_schema_from_server_names_rows_that_agree(mariadb: Any, typed_workloads:
                             .table_options)
 
 
-def test_column_wise_equals_row_by_row(typed_workloads: dict[str, TypedWorkload],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """A rows event's images are converted column by column; the row-by-row path (taken when a value does not fit
-    its column) must give the very same batches, on every workload and with batches cut mid-event."""
+def test_kernel_and_column_wise_equal_row_by_row(typed_workloads: dict[str, TypedWorkload],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three paths make view=table's batches: the kernel's typed columns, the Python reference column by column,
+    and row by row (taken when a value does not fit its column). They must give the very same batches, on every
+    workload and with batches cut mid-event; and each path must really have been taken."""
     from spark_logsource.mysql import typed_rows
 
     def batches(files: list[Path], **options: Any) -> list[Any]:
         return list(spark_logsource.iter_batches("mysql-binlog", [str(f) for f in files], view="table",
                                                  table=TABLE, **options))
 
-    calls: list[tuple] = []
+    kernel_events: list[tuple[str, bool]] = []
+    row_by_row: list[tuple] = []
 
     def never(*args: Any, **kwargs: Any) -> None:
-        calls.append(args)
+        row_by_row.append(args)
         raise typed_rows.ValueMismatch("forced: row by row")
 
+    use_kernel = typed_rows.kernel_available()
     for name, w in typed_workloads.items():
         for options in ({}, {"batchSize": "3"}, {"schemaFrom": "metadata"} if name == "FULL" else {}):
-            fast = batches(w.files, **options)
-            calls.clear()
+            kernel_events.clear()
+            row_by_row.clear()
             with monkeypatch.context() as patch:
+                count_kernel_events(patch, kernel_events)
+                fast = batches(w.files, **options)
+            with monkeypatch.context() as patch:
+                patch.setattr(typed_rows, "kernel_available", lambda: False)
+                python = batches(w.files, **options)
                 patch.setattr(typed_rows, "_image_columns", never)
                 slow = batches(w.files, **options)
-            assert calls, "the row-by-row path was not taken"
+            assert row_by_row, "the row-by-row path was not taken"
+            if use_kernel:  # every rows event of the workload converts (its zero values are in another test)
+                assert kernel_events and all(ok for _how, ok in kernel_events), (name, options, kernel_events)
             assert sum(len(b) for b in fast) > 0
-            assert [b.num_rows for b in fast] == [b.num_rows for b in slow], (name, options)
-            for a, b in zip(fast, slow, strict=True):
-                assert a.equals(b), (name, options, a.to_pylist()[:2], b.to_pylist()[:2])
+            for other in (python, slow):
+                assert [b.num_rows for b in fast] == [b.num_rows for b in other], (name, options)
+                for a, b in zip(fast, other, strict=True):
+                    assert a.equals(b), (name, options, a.to_pylist()[:2], b.to_pylist()[:2])
 
 
 def test_image_columns_refuse_images_of_different_columns() -> None:
     """Images that do not share one key set are not converted column by column (the row-by-row path takes them),
     so no cell is dropped; images that do share it keep their nulls and their absent rows."""
-    from spark_logsource.mysql.typed_rows import _image_columns
+    from spark_logsource.mysql.typed_rows import NotColumnWise, _image_columns
 
     cells = {"@1": ("id", int), "@2": ("name", str)}
-    with pytest.raises(KeyError):
+    with pytest.raises(NotColumnWise):
         _image_columns([{"@1": 1}, {"@1": 2, "@2": "extra"}], cells)
-    with pytest.raises(KeyError):
+    with pytest.raises(NotColumnWise):
         _image_columns([{"@1": 1, "@2": "a"}, {"@1": 2, "@3": "b"}], cells)
     columns, size = _image_columns([{"@1": 1, "@2": "ab"}, None, {"@1": 3, "@2": None}], cells)
     assert columns == ({"id": [1, None, 3], "name": ["ab", None, None]}, [True, False, True]) and size == 2

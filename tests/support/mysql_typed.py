@@ -123,3 +123,26 @@ def run_typed_workload(server: Any, metadata: str, dest: Path) -> TypedWorkload:
     later = [f for f in files if f.name not in state["rotated_at"]]
     assert 1 <= len(later) < len(files)
     return TypedWorkload(metadata, files, snapshots, ddl_file, later)
+
+
+def count_kernel_events(patch: Any, counts: list[tuple[str, bool]]) -> None:
+    """Record in ``counts`` what view=table's kernel makes of each rows event offered to it: ``("run", True)`` per
+    event of a run it read, ``("one", converted)`` for an event offered alone (not converted: declined, the Python
+    path read it). A run the kernel does not take is offered again event by event. ``patch``: a
+    ``pytest.MonkeyPatch`` context, which undoes this."""
+    from spark_logsource.mysql import typed_rows
+
+    one, run = typed_rows.typed_rows_event, typed_rows.typed_run
+
+    def counted_one(*args: Any, **kwargs: Any) -> Any:
+        rows = one(*args, **kwargs)
+        counts.append(("one", rows is not None))
+        return rows
+
+    def counted_run(*args: Any, **kwargs: Any) -> Any:
+        rows = run(*args, **kwargs)
+        counts.extend([("run", True)] * (0 if rows is None else len(rows.events)))
+        return rows
+
+    patch.setattr(typed_rows, "typed_rows_event", counted_one)
+    patch.setattr(typed_rows, "typed_run", counted_run)

@@ -1,0 +1,342 @@
+/*
+ * Typed columns of view=table, in C: one decoded value -> one cell of an Arrow column of the table's own type.
+ *
+ * The value arrives as the Spark Variant primitive the row kernel (_kernel.c emit_value) writes for it, which is
+ * exactly encode_variant() of the Python value mysql/values.py decodes (the twin rule of rows_encode.py). So the
+ * checks here are table_schema._base_converter's checks, made on the Variant type instead of the Python type:
+ * int <-> Variant int8..int64 (and decimal16 with scale 0 above int64), float <-> double, Decimal <-> decimal4/8/16,
+ * date <-> date, naive datetime <-> timestamp_ntz, aware datetime <-> timestamp, str <-> string, bytes <-> binary.
+ *
+ * A cell is written, or the conversion answers TK_DECLINE: the whole rows event then takes the Python path
+ * (typed_rows.py), which gives the error row, the ValueMismatch message, or whatever the reference does. So this
+ * code only has to be right where it writes; anything unusual (a zero date, a value out of the declared range, a
+ * DECIMAL wider than its column, JSON, a variant column) is declined, never guessed.
+ *
+ * Output per column (docs/formats/mysql-typed.md "Type mapping"): a validity byte per row (1 = value), the
+ * little-endian data of fixed-width types (int8/16/32/64, float32/64, decimal128, date32 days, timestamp
+ * microseconds; zeros under a null), or for string / binary the bytes back to back with the int32 end offset of
+ * each row. A column of the view typed variant (JSON, or a column whose type changed too much) is passed through
+ * raw (S_RAW / T_RAW): each value's Variant primitive, which typed_kernel.py turns back into the Python value and
+ * converts as the reference does. Return codes: 0 written, -1 out of memory (or over LS_BUF_MAX / int32 offsets), 1 declined.
+ */
+#ifndef SPARK_LOGSOURCE_MYSQL_TYPED_H
+#define SPARK_LOGSOURCE_MYSQL_TYPED_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../_native/_buf.h"
+#include "../_native/_encode.h"
+
+/* What the column was declared as (the converter's checks): the S_* constants of typed_kernel.py. */
+enum tk_source { S_NONE, S_INT, S_YEAR, S_FLOAT, S_DECIMAL, S_DATE, S_DATETIME, S_TIMESTAMP, S_TEXT, S_BIT, S_BYTES,
+                 S_RAW };
+/* The Arrow type of the view's column: the T_* constants of typed_kernel.py. */
+enum tk_target { T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_DECIMAL, T_DATE32, T_TIMESTAMP, T_STRING,
+                 T_BINARY, T_RAW, T_NTARGETS };
+
+enum { TK_OK = 0, TK_NOMEM = -1, TK_DECLINE = 1 };
+
+/* One present column's conversion. */
+typedef struct {
+    int source, target;
+    int is_unsigned, bits; /* S_INT: the declared integer's signedness and width (its range) */
+    int precision, scale;  /* T_DECIMAL */
+    int width;             /* S_BIT: bytes of the BINARY cell */
+    int src_precision, src_scale; /* S_DECIMAL: the declared DECIMAL(p, s) a value must fit (p = 0: unknown) */
+} tk_conv;
+
+/* One column of one side of a rows event, as Arrow column parts. */
+typedef struct {
+    ls_buf valid, data, ends;
+} tk_col;
+
+static const int TK_WIDTH[T_NTARGETS] = {1, 2, 4, 8, 4, 8, 16, 4, 8, 0, 0, 0};
+
+/* A Variant primitive, read back. */
+enum { V_NULL, V_INT, V_DECIMAL, V_DOUBLE, V_DATE, V_TIMESTAMP, V_TIMESTAMP_NTZ, V_STRING, V_BINARY, V_OTHER };
+typedef struct {
+    int type;
+    __int128 i; /* V_INT, V_DECIMAL (unscaled), V_DATE (days), V_TIMESTAMP* (microseconds) */
+    int scale;  /* V_DECIMAL */
+    double d;
+    const uint8_t *s;
+    size_t n;
+} tk_value;
+
+static inline int64_t tk_signed_le(const uint8_t *p, int n)
+{
+    uint64_t u = 0;
+    for (int k = n - 1; k >= 0; k--)
+        u = u << 8 | p[k];
+    int shift = 64 - 8 * n;
+    return shift ? (int64_t)(u << shift) >> shift : (int64_t)u;
+}
+
+/* Read the Variant primitive v[0:len] (as _encode.h writes them); V_OTHER for anything else or short bytes. */
+static inline void tk_read(const uint8_t *v, size_t len, tk_value *out)
+{
+    *out = (tk_value){.type = V_OTHER};
+    if (len < 1)
+        return;
+    uint8_t h = v[0];
+    if ((h & 3) == VB_SHORT_STR) {
+        size_t n = h >> 2;
+        if (len >= 1 + n) {
+            out->type = V_STRING;
+            out->s = v + 1;
+            out->n = n;
+        }
+        return;
+    }
+    if ((h & 3) != 0)
+        return;
+    static const int int_size[4] = {1, 2, 4, 8};
+    switch (h) {
+    case VH_NULL:
+        out->type = V_NULL;
+        return;
+    case VH_INT8:
+    case VH_INT16:
+    case VH_INT32:
+    case VH_INT64: {
+        int n = int_size[(h >> 2) - 3];
+        if (len >= 1 + (size_t)n) {
+            out->type = V_INT;
+            out->i = tk_signed_le(v + 1, n);
+        }
+        return;
+    }
+    case VH_DOUBLE:
+        if (len >= 9) {
+            uint64_t bits = 0;
+            for (int k = 7; k >= 0; k--)
+                bits = bits << 8 | v[1 + k];
+            memcpy(&out->d, &bits, 8);
+            out->type = V_DOUBLE;
+        }
+        return;
+    case VH_DECIMAL4:
+    case VH_DECIMAL8:
+        if (len >= (h == VH_DECIMAL4 ? 6u : 10u)) {
+            out->type = V_DECIMAL;
+            out->scale = v[1];
+            out->i = tk_signed_le(v + 2, h == VH_DECIMAL4 ? 4 : 8);
+        }
+        return;
+    case VH_DECIMAL16:
+        if (len >= 18) {
+            uint64_t lo = (uint64_t)tk_signed_le(v + 2, 8);
+            int64_t hi = tk_signed_le(v + 10, 8);
+            out->type = V_DECIMAL;
+            out->scale = v[1];
+            out->i = (__int128)(((unsigned __int128)(uint64_t)hi << 64) | lo);
+        }
+        return;
+    case VH_DATE:
+        if (len >= 5) {
+            out->type = V_DATE;
+            out->i = tk_signed_le(v + 1, 4);
+        }
+        return;
+    case VH_TIMESTAMP:
+    case VH_TIMESTAMP_NTZ:
+        if (len >= 9) {
+            out->type = h == VH_TIMESTAMP ? V_TIMESTAMP : V_TIMESTAMP_NTZ;
+            out->i = tk_signed_le(v + 1, 8);
+        }
+        return;
+    case VH_BINARY:
+    case VH_LONG_STR:
+        if (len >= 5) {
+            size_t n = (size_t)(uint32_t)tk_signed_le(v + 1, 4);
+            if (len - 5 >= n) {
+                out->type = h == VH_BINARY ? V_BINARY : V_STRING;
+                out->s = v + 5;
+                out->n = n;
+            }
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+static inline int tk_end(tk_col *c)
+{
+    if (c->data.len > (size_t)INT32_MAX)
+        return TK_NOMEM;
+    int32_t end = (int32_t)c->data.len;
+    return ls_buf_put(&c->ends, &end, sizeof end) ? TK_NOMEM : TK_OK;
+}
+
+/* A null cell. */
+static inline int tk_null(tk_col *c, const tk_conv *conv)
+{
+    if (ls_buf_byte(&c->valid, 0))
+        return TK_NOMEM;
+    int w = TK_WIDTH[conv->target];
+    if (w == 0)
+        return tk_end(c);
+    if (ls_buf_reserve(&c->data, (size_t)w))
+        return TK_NOMEM;
+    memset(c->data.data + c->data.len, 0, (size_t)w);
+    c->data.len += (size_t)w;
+    return TK_OK;
+}
+
+static inline int tk_fixed(tk_col *c, const void *le, int w)
+{
+    if (ls_buf_byte(&c->valid, 1) || ls_buf_put(&c->data, le, (size_t)w))
+        return TK_NOMEM;
+    return TK_OK;
+}
+
+static inline int tk_bytes(tk_col *c, const uint8_t *s, size_t n)
+{
+    if (ls_buf_byte(&c->valid, 1) || ls_buf_put(&c->data, s, n))
+        return TK_NOMEM;
+    return tk_end(c);
+}
+
+/* 10**k for k = 0..38 (decimal128 holds 38 digits). */
+static inline __int128 tk_pow10(int k)
+{
+    __int128 p = 1;
+    while (k-- > 0)
+        p *= 10;
+    return p;
+}
+
+/* v (unscaled, at scale) rescaled to to_scale with at most `precision` digits, in *out; 0, or 1 when it does not
+ * fit (more fraction digits than to_scale, or too many digits). precision is 1..38: no step can overflow. */
+static inline int tk_rescale(__int128 v, int scale, int to_scale, int precision, __int128 *out)
+{
+    __int128 limit = tk_pow10(precision);
+    if (scale > to_scale || v >= limit || v <= -limit)
+        return 1;
+    __int128 most = (limit - 1) / 10; /* v * 10 stays below limit */
+    for (int k = scale; k < to_scale; k++) {
+        if (v > most || v < -most)
+            return 1;
+        v *= 10;
+    }
+    *out = v;
+    return 0;
+}
+
+/* An exact number (unscaled v at scale) into an integer or decimal target; declined when it does not fit. */
+static inline int tk_number(tk_col *c, const tk_conv *conv, __int128 v, int scale)
+{
+    uint8_t le[16];
+    int t = conv->target;
+    if (t <= T_INT64) {
+        if (scale != 0)
+            return TK_DECLINE;
+        int bits = 8 * TK_WIDTH[t];
+        __int128 hi = ((__int128)1 << (bits - 1)) - 1;
+        if (v > hi || v < -hi - 1)
+            return TK_DECLINE;
+        unsigned __int128 u = (unsigned __int128)v;
+        for (int k = 0; k < TK_WIDTH[t]; k++)
+            le[k] = (uint8_t)(u >> (8 * k));
+        return tk_fixed(c, le, TK_WIDTH[t]);
+    }
+    if (t != T_DECIMAL || conv->precision < 1 || conv->precision > 38
+        || tk_rescale(v, scale, conv->scale, conv->precision, &v))
+        return TK_DECLINE;
+    unsigned __int128 u = (unsigned __int128)v;
+    for (int k = 0; k < 16; k++)
+        le[k] = (uint8_t)(u >> (8 * k));
+    return tk_fixed(c, le, 16);
+}
+
+/* An integer of the declared column (S_INT): Variant int, or decimal16 with scale 0 above int64. */
+static inline int tk_declared_int(const tk_conv *conv, const tk_value *x, __int128 *out)
+{
+    if (x->type == V_INT || (x->type == V_DECIMAL && x->scale == 0 && x->i > INT64_MAX)) {
+        __int128 lo = conv->is_unsigned ? 0 : -((__int128)1 << (conv->bits - 1));
+        __int128 hi = conv->is_unsigned ? ((__int128)1 << conv->bits) - 1 : ((__int128)1 << (conv->bits - 1)) - 1;
+        if (x->i < lo || x->i > hi)
+            return TK_DECLINE;
+        *out = x->i;
+        return TK_OK;
+    }
+    return TK_DECLINE;
+}
+
+/* The cell of one non-null value, given as its Variant bytes v[0:len]. */
+static inline int tk_put(tk_col *c, const tk_conv *conv, const uint8_t *v, size_t len)
+{
+    tk_value x;
+    tk_read(v, len, &x);
+    if (x.type == V_NULL)
+        return tk_null(c, conv);
+    int t = conv->target;
+    if (conv->source == S_RAW) /* a variant column: the value's own Variant bytes, converted in Python */
+        return t == T_RAW ? tk_bytes(c, v, len) : TK_DECLINE;
+    switch (conv->source) {
+    case S_INT: {
+        __int128 i;
+        if (tk_declared_int(conv, &x, &i))
+            return TK_DECLINE;
+        return tk_number(c, conv, i, 0);
+    }
+    case S_YEAR:
+        return x.type == V_INT ? tk_number(c, conv, x.i, 0) : TK_DECLINE;
+    case S_DECIMAL: {
+        /* the declared DECIMAL(p, s) must hold the value (a TABLE_MAP may disagree with the declaration) */
+        __int128 fits;
+        if (x.type != V_DECIMAL || (conv->src_precision > 0
+                                    && tk_rescale(x.i, x.scale, conv->src_scale, conv->src_precision, &fits)))
+            return TK_DECLINE;
+        return tk_number(c, conv, x.i, x.scale);
+    }
+    case S_FLOAT:
+        if (x.type != V_DOUBLE)
+            return TK_DECLINE;
+        if (t == T_FLOAT64)
+            return tk_fixed(c, &x.d, 8);
+        if (t == T_FLOAT32) {
+            float f = (float)x.d;
+            return tk_fixed(c, &f, 4);
+        }
+        return TK_DECLINE;
+    case S_DATE:
+        if (x.type != V_DATE || t != T_DATE32)
+            return TK_DECLINE;
+        {
+            int32_t days = (int32_t)x.i;
+            return tk_fixed(c, &days, 4);
+        }
+    case S_DATETIME:
+    case S_TIMESTAMP:
+        if (x.type != (conv->source == S_DATETIME ? V_TIMESTAMP_NTZ : V_TIMESTAMP) || t != T_TIMESTAMP)
+            return TK_DECLINE;
+        {
+            int64_t us = (int64_t)x.i;
+            return tk_fixed(c, &us, 8);
+        }
+    case S_TEXT:
+        return x.type == V_STRING && t == T_STRING ? tk_bytes(c, x.s, x.n) : TK_DECLINE;
+    case S_BYTES:
+        return (x.type == V_BINARY || x.type == V_STRING) && t == T_BINARY ? tk_bytes(c, x.s, x.n) : TK_DECLINE;
+    case S_BIT: {
+        /* BIT(M) as its big-endian bytes, ceil(M / 8) of them (table_schema conv_bit) */
+        int is_int = x.type == V_INT || (x.type == V_DECIMAL && x.scale == 0 && x.i > INT64_MAX);
+        if (t != T_BINARY || conv->width < 1 || conv->width > 16 || !is_int || x.i < 0)
+            return TK_DECLINE;
+        unsigned __int128 u = (unsigned __int128)x.i;
+        if (conv->width < 16 && (u >> (8 * conv->width)) != 0)
+            return TK_DECLINE;
+        uint8_t be[16];
+        for (int k = 0; k < conv->width; k++)
+            be[k] = (uint8_t)(u >> (8 * (conv->width - 1 - k)));
+        return tk_bytes(c, be, (size_t)conv->width);
+    }
+    default:
+        return TK_DECLINE;
+    }
+}
+
+#endif
