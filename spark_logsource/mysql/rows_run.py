@@ -10,6 +10,9 @@ event goes back to the walk, so its error (or corrupt-record row) is exactly wha
 
 Python then runs once per run instead of once per event; the per-event columns (``pos``, ``next_pos``,
 ``timestamp``, ``server_id``, ``row_index``) come back as arrays, one value per row.
+
+:func:`run_head` is what both views share: ``view=table`` reads its runs the same way, its rows as typed columns
+(:func:`.typed_kernel.typed_run`, the same kernel function given the conversions).
 """
 
 from __future__ import annotations
