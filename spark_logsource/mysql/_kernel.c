@@ -1212,6 +1212,18 @@ static PyObject *sides_result(const side *first, const side *second, int op, int
     return Py_BuildValue("(NN)", a, b);
 }
 
+/* The decoding state of one event's row data: the buffer, and what its errors name. */
+static void ctx_init(mk_ctx *x, const Py_buffer *view, PyObject *path, long long data_base, int in_block,
+                     PyObject *label)
+{
+    x->data = view->buf;
+    x->end = (size_t)view->len;
+    x->path = path;
+    x->data_base = data_base;
+    x->in_block = in_block;
+    x->label = label;
+}
+
 /* The decoding state's buffers, released. */
 static void ctx_clear(mk_ctx *x)
 {
@@ -1274,12 +1286,7 @@ static PyObject *encode_rows(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "bad op or start position");
         goto done;
     }
-    x.data = view.buf;
-    x.end = (size_t)view.len;
-    x.path = path;
-    x.data_base = data_base;
-    x.in_block = in_block;
-    x.label = label;
+    ctx_init(&x, &view, path, data_base, in_block, label);
     x.json = as_json;
     if (encode_event_rows(&x, &first, &second, plan, plan_after, op, (size_t)start))
         goto done;
@@ -1486,12 +1493,7 @@ static PyObject *typed_rows(PyObject *self, PyObject *args)
     }
     if (tk_side_init(&first, plan->n) || tk_side_init(&second, op == OP_UPDATE ? plan_after->n : 0))
         goto done;
-    x.data = view.buf;
-    x.end = (size_t)view.len;
-    x.path = path;
-    x.data_base = data_base;
-    x.in_block = in_block;
-    x.label = label;
+    ctx_init(&x, &view, path, data_base, in_block, label);
     int rc = typed_event_rows(&x, &first, &second, plan, plan_after, conv, conv_after, op, (size_t)start);
     if (rc == TK_DECLINE)
         result = Py_NewRef(Py_None);

@@ -34,25 +34,21 @@ def test_chosen_pure_python_does_not_warn(monkeypatch: pytest.MonkeyPatch, caplo
     assert not caplog.records
 
 
-def test_mysql_kernel_constants_match_the_plan_compiler() -> None:
+@pytest.mark.parametrize(("module", "prefixes", "count"), [
+    ("rows_encode", ("K_", "CS_"), 21),  # the plan compiler: value kinds and charsets of _kernel.c
+    ("typed_kernel", ("S_", "T_"), 24),  # view=table's conversions: enum tk_source / tk_target of _typed.h
+])
+def test_mysql_kernel_constants_match_python(module: str, prefixes: tuple[str, ...], count: int) -> None:
+    """The numbers the Python side speaks to the MySQL kernel are the ones the kernel exports."""
+    import importlib
+
+    python = importlib.import_module(f"spark_logsource.mysql.{module}")
     kernel = native.import_kernel("spark_logsource.mysql._kernel")
     if kernel is None:
         pytest.fail("the MySQL kernel is not built: pip install -e . with a C compiler")
-    names = [n for n in dir(rows_encode) if n.startswith(("K_", "CS_")) and n.isupper()]
-    assert len(names) == 21
-    assert {n: getattr(kernel, n) for n in names} == {n: getattr(rows_encode, n) for n in names}
-
-
-def test_mysql_kernel_typed_constants_match_the_conversions() -> None:
-    """The S_* / T_* numbers of typed_kernel.py are enum tk_source / tk_target of _typed.h."""
-    from spark_logsource.mysql import typed_kernel
-
-    kernel = native.import_kernel("spark_logsource.mysql._kernel")
-    if kernel is None:
-        pytest.fail("the MySQL kernel is not built: pip install -e . with a C compiler")
-    names = [n for n in dir(typed_kernel) if n.startswith(("S_", "T_")) and n.isupper()]
-    assert len(names) == 24
-    assert {n: getattr(kernel, n) for n in names} == {n: getattr(typed_kernel, n) for n in names}
+    names = [n for n in dir(python) if n.startswith(prefixes) and n.isupper()]
+    assert len(names) == count
+    assert {n: getattr(kernel, n) for n in names} == {n: getattr(python, n) for n in names}
 
 
 @pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames",
