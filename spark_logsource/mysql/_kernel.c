@@ -1457,6 +1457,19 @@ static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
     return out;
 }
 
+/* (first, second) as tk_side_result gives them, second None unless the op is an UPDATE; NULL on error. */
+static PyObject *tk_sides_result(const tk_side *first, const tk_side *second, int op, const tk_plan *conv,
+                                 const tk_plan *conv_after)
+{
+    PyObject *a = tk_side_result(first, conv);
+    PyObject *b = a == NULL ? NULL : op == OP_UPDATE ? tk_side_result(second, conv_after) : Py_NewRef(Py_None);
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
 static tk_plan *get_typed(PyObject *capsule)
 {
     return (tk_plan *)PyCapsule_GetPointer(capsule, TYPED_CAPSULE);
@@ -1500,12 +1513,11 @@ static PyObject *typed_rows(PyObject *self, PyObject *args)
     if (rc)
         goto done;
     {
-        PyObject *a = tk_side_result(&first, conv);
-        PyObject *b = a == NULL ? NULL : op == OP_UPDATE ? tk_side_result(&second, conv_after) : Py_NewRef(Py_None);
-        if (a != NULL && b != NULL)
-            result = Py_BuildValue("(nNN)", x.nrows, a, b);
-        else
-            Py_XDECREF(a);
+        PyObject *sides = tk_sides_result(&first, &second, op, conv, conv_after);
+        if (sides != NULL) {
+            result = Py_BuildValue("(nOO)", x.nrows, PyTuple_GET_ITEM(sides, 0), PyTuple_GET_ITEM(sides, 1));
+            Py_DECREF(sides);
+        }
     }
 done:
     tk_side_clear(&first);
@@ -1826,19 +1838,15 @@ static PyObject *encode_rows_run(PyObject *self, PyObject *args)
     x.json = as_json && !typed;
     if (walk_run(&a, view.buf, &x, &o, &events, &total_rows))
         goto done;
-    PyObject *first, *second;
-    if (typed) {
-        first = tk_side_result(&o.tfirst, o.conv);
-        second = first == NULL ? NULL : a.op == OP_UPDATE ? tk_side_result(&o.tsecond, o.conv_after)
-                                                         : Py_NewRef(Py_None);
-    } else {
-        first = side_result(&o.first, x.json);
-        second = first == NULL ? NULL : a.op == OP_UPDATE ? side_result(&o.second, x.json) : Py_NewRef(Py_None);
+    {
+        PyObject *sides = typed ? tk_sides_result(&o.tfirst, &o.tsecond, a.op, o.conv, o.conv_after)
+                                : sides_result(&o.first, &o.second, a.op, x.json);
+        if (sides != NULL) {
+            result = Py_BuildValue("(NnOO)", buf_bytes(&events), total_rows, PyTuple_GET_ITEM(sides, 0),
+                                   PyTuple_GET_ITEM(sides, 1));
+            Py_DECREF(sides);
+        }
     }
-    if (first != NULL && second != NULL)
-        result = Py_BuildValue("(NnNN)", buf_bytes(&events), total_rows, first, second);
-    else
-        Py_XDECREF(first);
 done:
     run_clear(&o);
     ctx_clear(&x);

@@ -61,21 +61,20 @@ def kernel_available() -> bool:
     return load_kernel("spark_logsource.mysql._kernel") is not None
 
 
+def _conv(source: int, target: int, *, unsigned: bool = False, bits: int = 0, precision: int = 0, scale: int = 0,
+          width: int = 0, src_precision: int = 0, src_scale: int = 0) -> tuple[int, ...]:
+    """One conversion as the kernel takes it (``tk_conv`` of ``_typed.h``)."""
+    return (source, target, int(unsigned), bits, precision, scale, width, src_precision, src_scale)
+
+
+_FLOAT_TARGETS = {pa.float32(): T_FLOAT32, pa.float64(): T_FLOAT64}
+
+
 def conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, ...] | None:
-    """The kernel's conversion of a column declared ``spec`` into a view column of ``column_type``:
-    ``(source, target, unsigned, bits, precision, scale, width, src_precision, src_scale)``; None when no value of
-    it could convert (the events take the Python path)."""
-    conv = _conversion(spec, column_type)
-    if conv is None:
-        return None
-    if conv[0] == S_DECIMAL:
-        return (*conv, spec.precision, spec.scale)
-    return (*conv, 0, 0)
-
-
-def _conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, ...] | None:
+    """The kernel's conversion of a column declared ``spec`` into a view column of ``column_type``; None when no
+    value of it could convert (the events take the Python path)."""
     if isinstance(column_type, str):  # a variant column: the value's Variant primitive, converted in Python
-        return (S_RAW, T_RAW, 0, 0, 0, 0, 0)
+        return _conv(S_RAW, T_RAW)
     k = spec.kind
     t = column_type
     if k in ("int", "year"):
@@ -86,33 +85,29 @@ def _conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, 
         else:
             return None
         if k == "year":
-            return (S_YEAR, target, 0, 0, precision, scale, 0)
-        return (S_INT, target, int(spec.unsigned), 8 * spec.size, precision, scale, 0)
+            return _conv(S_YEAR, target, precision=precision, scale=scale)
+        return _conv(S_INT, target, unsigned=spec.unsigned, bits=8 * spec.size, precision=precision, scale=scale)
     if k in ("float", "double"):
-        targets = {pa.float32(): T_FLOAT32, pa.float64(): T_FLOAT64}
-        return (S_FLOAT, targets[t], 0, 0, 0, 0, 0) if t in targets else None
+        return _conv(S_FLOAT, _FLOAT_TARGETS[t]) if t in _FLOAT_TARGETS else None
     if k == "decimal":
         if spec.precision > MAX_DECIMAL_DIGITS or not pa.types.is_decimal128(t):
             return None
-        return (S_DECIMAL, T_DECIMAL, 0, 0, t.precision, t.scale, 0)
-    simple = {"date": (S_DATE, pa.types.is_date32), "datetime": (S_DATETIME, _is_timestamp_us(None)),
-              "timestamp": (S_TIMESTAMP, _is_timestamp_us("UTC"))}
-    if k in simple:
-        source, fits = simple[k]
-        target = T_DATE32 if k == "date" else T_TIMESTAMP
-        return (source, target, 0, 0, 0, 0, 0) if fits(t) else None
+        return _conv(S_DECIMAL, T_DECIMAL, precision=t.precision, scale=t.scale, src_precision=spec.precision,
+                     src_scale=spec.scale)
+    if k == "date":
+        return _conv(S_DATE, T_DATE32) if pa.types.is_date32(t) else None
+    if k in ("datetime", "timestamp"):  # naive DATETIME, UTC TIMESTAMP
+        tz = None if k == "datetime" else "UTC"
+        fits = pa.types.is_timestamp(t) and t.unit == "us" and t.tz == tz
+        return _conv(S_DATETIME if k == "datetime" else S_TIMESTAMP, T_TIMESTAMP) if fits else None
     if k in _TEXT_KINDS or (k in ("char", "blob") and not spec.binary):
-        return (S_TEXT, T_STRING, 0, 0, 0, 0, 0) if t == pa.string() else None
+        return _conv(S_TEXT, T_STRING) if t == pa.string() else None
     if k == "bit":
         width = (spec.size + 7) // 8
-        return (S_BIT, T_BINARY, 0, 0, 0, 0, width) if t == pa.binary() and 1 <= width <= 16 else None
+        return _conv(S_BIT, T_BINARY, width=width) if t == pa.binary() and 1 <= width <= 16 else None
     if k in _BYTES_KINDS or k in ("char", "blob"):
-        return (S_BYTES, T_BINARY, 0, 0, 0, 0, 0) if t == pa.binary() else None
+        return _conv(S_BYTES, T_BINARY) if t == pa.binary() else None
     return None  # json typed other than variant cannot happen; anything new takes the Python path
-
-
-def _is_timestamp_us(tz: str | None) -> Callable[[pa.DataType], bool]:
-    return lambda t: pa.types.is_timestamp(t) and t.unit == "us" and t.tz == tz
 
 
 #: ``len(valid)`` cells of one column as the kernel gives them: ``(valid, data, ends)``, a validity byte per row
@@ -131,6 +126,8 @@ class TypedRows:
     before: Side | None
     after: Side | None
     size: int
+    #: for a run of rows events: pos, next pos, timestamp, server id and rows of each event (:mod:`.rows_run`)
+    events: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -259,6 +256,7 @@ def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len
         events = run_events(packed)
         try:
             rows = _typed_rows(head.op, n, first, second, *shapes)
+            rows.events = events
         except RowMismatch as exc:
             # the run up to the event of that row, read again (the per-event path makes the error rows)
             bad = int(np.searchsorted(np.cumsum(events[:, 4]), exc.row, side="right"))

@@ -385,7 +385,7 @@ class _TableMachine(TransactionMachine):
                                      max_uncompressed=self.options.max_uncompressed)
             if typed is not None:
                 return typed
-        decoded = decode_rows_event(ev.type_code, ev.body, post_header_len=self.fde.post_header_len(ev.type_code, 10),
+        decoded = decode_rows_event(ev.type_code, ev.body, post_header_len=self._rows_post_header[ev.type_code],
                                     table_id_size=self.table_id_size, table_maps={table_map.table_id: naming.table_map},
                                     path=self.path, offset=ev.pos, max_uncompressed=self.options.max_uncompressed)
         return _DecodedRows(len(decoded.rows), decoded.rows, naming)
@@ -451,17 +451,17 @@ class TableWriter(ViewWriter):
         return [ev.pos, ev.timestamp, ev.server_id, gtid, xid, table_map.database, table_map.table, op]
 
     def run_values(self, run: RowsRun, gtid: str | None, xid: int | None, statement: str | None) -> list[Any]:
-        """As :meth:`change_values`, for a run of rows events: its events (pos, next pos, timestamp, server id and
-        rows of each) in place of the position, timestamp and server id."""
+        """As :meth:`change_values`, for a run of rows events: the position, timestamp and server id of each event
+        come with its rows (``TypedRows.events``)."""
         table_map = run.table_map
-        return [run.events, None, None, gtid, xid, table_map.database, table_map.table, run.op]
+        return [None, None, None, gtid, xid, table_map.database, table_map.table, run.op]
 
     def changes(self, values: list[Any], rows: Any, xid: int | None = None, set_xid: bool = False) -> None:
         if set_xid:
             values[4] = xid
         pos, timestamp, server_id, gtid, xid, database, table, op = values
-        if type(pos) is not int:  # a run: its events
-            self.columns.add_kernel_run(_OPS[op], pos, rows.before, rows.after, (gtid, xid, database, table),
+        if type(rows) is TypedRows and rows.events is not None:  # a run of rows events
+            self.columns.add_kernel_run(_OPS[op], rows.events, rows.before, rows.after, (gtid, xid, database, table),
                                         rows.size)
             return
         source = (None, pos, None, timestamp, server_id, gtid, xid, database, table)
