@@ -61,6 +61,12 @@ log = logging.getLogger("bench_mysql")
 WORKLOAD_VERSION = 1
 DEFAULT_INSERT_ROWS_PER_STATEMENT = 1000
 TABLE = "bench.orders"
+
+
+def shape_table(shape: str) -> str:
+    """The workload's table, whose typed columns ``view=table`` reads."""
+    return TABLE if shape == "base" else f"bench.{shape}"
+
 TABLE_DDL = f"""CREATE TABLE {TABLE} (
     id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     customer_id BIGINT NOT NULL,
@@ -430,8 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             if splits > 1:
                 measure("splits in-process", lambda: read_splits(path))
                 measure("one split in-process", lambda: read_splits(path, path.stat().st_size + 1))
-            if args.shape == "base":
-                measure("iter_batches table", lambda: count_iter_batches(path, view="table", table=TABLE))
+            measure("iter_batches table", lambda: count_iter_batches(path, view="table", table=shape_table(args.shape)))
             measure("mariadb-binlog", lambda: run_mariadb_binlog(path))
         if args.shape == "base":
             measure("iter_batches query", lambda: count_iter_batches(path, includeQuery="true"))
@@ -446,8 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                     path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
             if args.decoding_free:
                 spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits, workdir)
-            if args.shape == "base":
-                spark_runs["spark noop table"] = spark_noop(path, view="table", table=TABLE)
+            spark_runs["spark noop table"] = spark_noop(path, view="table", table=shape_table(args.shape))
             spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
                 for key, run in spark_runs.items():
@@ -493,8 +497,8 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "iter_batches": '`spark_logsource.iter_batches("mysql-binlog", f)` (defaults: Variant, includeQuery=false)',
         "iter_batches json": "`iter_batches(..., rowFormat=\"json\")`",
         "iter_batches query": "`iter_batches(..., includeQuery=\"true\")`³",
-        "iter_batches table": f"`iter_batches(..., view=\"table\", table=\"{TABLE}\")`: typed columns⁵",
-        "spark noop table": f"Spark `local[2]` → `noop`, `view=table` (`{TABLE}`), {default_splits} "
+        "iter_batches table": f"`iter_batches(..., view=\"table\", table=\"{shape_table(shape)}\")`: typed columns⁵",
+        "spark noop table": f"Spark `local[2]` → `noop`, `view=table` (`{shape_table(shape)}`), {default_splits} "
                             f'split{"s" if default_splits > 1 else ""}²⁵',
         "splits in-process": f"the file's {default_splits} default splits read one after another in this process",
         "one split in-process": "the file as one split in this process",

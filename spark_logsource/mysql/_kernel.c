@@ -8,6 +8,7 @@
  *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
  *         -> (n, first, second) or None
  *     encode_rows_run(...): a run of rows events of one table and shape, as encode_rows or typed_rows
+ *     json_variant(text) -> (value, metadata) or None: a JSON column's Variant (../_native/_json_variant.h)
  *
  * first / second are the images of one side as Arrow column parts, (ends, data, meta_ends, meta): int32 end
  * offsets and the bytes back to back, for the image (Variant value or UTF-8 JSON text) and, for Variant, its
@@ -1339,7 +1340,7 @@ static PyObject *compile_typed(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_TypeError, "a conversion is a 9-tuple");
             goto fail;
         }
-        if (long_item(c, 0, S_NONE, S_RAW, &cv->source) || long_item(c, 1, 0, T_NTARGETS - 1, &cv->target) ||
+        if (long_item(c, 0, S_NONE, S_JSON, &cv->source) || long_item(c, 1, 0, T_NTARGETS - 1, &cv->target) ||
             long_item(c, 2, 0, 1, &cv->is_unsigned) || long_item(c, 3, 0, 64, &cv->bits) ||
             long_item(c, 4, 0, 38, &cv->precision) || long_item(c, 5, 0, 38, &cv->scale) ||
             long_item(c, 6, 0, 16, &cv->width) || long_item(c, 7, 0, 38, &cv->src_precision) ||
@@ -1368,11 +1369,8 @@ typedef struct {
 static void tk_side_clear(tk_side *s)
 {
     if (s->cols != NULL)
-        for (Py_ssize_t j = 0; j < s->m; j++) {
-            ls_buf_free(&s->cols[j].valid);
-            ls_buf_free(&s->cols[j].data);
-            ls_buf_free(&s->cols[j].ends);
-        }
+        for (Py_ssize_t j = 0; j < s->m; j++)
+            tk_col_free(&s->cols[j]);
     PyMem_Free(s->cols);
     s->cols = NULL;
 }
@@ -1437,7 +1435,8 @@ static int tk_side_init(tk_side *s, Py_ssize_t m)
     return s->cols == NULL ? nomem() : 0;
 }
 
-/* ((valid, data, ends or None), ...) of a side: one entry per present column. */
+/* ((valid, data, ends or None), ...) of a side: one entry per present column; (valid, values, ends, metadata,
+ * metadata ends) for a T_VARIANT column. */
 static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
 {
     PyObject *out = PyTuple_New(s->m);
@@ -1445,8 +1444,12 @@ static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
         return NULL;
     for (Py_ssize_t j = 0; j < s->m; j++) {
         const tk_col *c = &s->cols[j];
-        PyObject *item = TK_WIDTH[conv->convs[j].target]
+        int target = conv->convs[j].target;
+        PyObject *item = TK_WIDTH[target]
                              ? Py_BuildValue("(NNO)", buf_bytes(&c->valid), buf_bytes(&c->data), Py_None)
+                         : target == T_VARIANT
+                             ? Py_BuildValue("(NNNNN)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends),
+                                             buf_bytes(&c->meta), buf_bytes(&c->mends))
                              : Py_BuildValue("(NNN)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends));
         if (item == NULL) {
             Py_DECREF(out);
@@ -1673,7 +1676,8 @@ static int run_mark(run_out *o)
     for (int k = 0; k < 2; k++) {
         const tk_side *s = k ? &o->tsecond : &o->tfirst;
         for (Py_ssize_t j = 0; j < s->m; j++) {
-            size_t lens[3] = {s->cols[j].valid.len, s->cols[j].data.len, s->cols[j].ends.len};
+            const tk_col *c = &s->cols[j];
+            size_t lens[5] = {c->valid.len, c->data.len, c->ends.len, c->meta.len, c->mends.len};
             if (ls_buf_put(&o->marks, lens, sizeof lens))
                 return nomem();
         }
@@ -1691,10 +1695,13 @@ static void run_reset(run_out *o)
     const size_t *lens = (const size_t *)o->marks.data;
     for (int k = 0; k < 2; k++) {
         tk_side *s = k ? &o->tsecond : &o->tfirst;
-        for (Py_ssize_t j = 0; j < s->m; j++, lens += 3) {
-            s->cols[j].valid.len = lens[0];
-            s->cols[j].data.len = lens[1];
-            s->cols[j].ends.len = lens[2];
+        for (Py_ssize_t j = 0; j < s->m; j++, lens += 5) {
+            tk_col *c = &s->cols[j];
+            c->valid.len = lens[0];
+            c->data.len = lens[1];
+            c->ends.len = lens[2];
+            c->meta.len = lens[3];
+            c->mends.len = lens[4];
         }
     }
 }
@@ -1855,6 +1862,28 @@ done:
     return result;
 }
 
+/* json_variant(text) -> (value, metadata) or None: the Variant of one JSON text (UTF-8 bytes) as a JSON column of
+ * view=table gets it (_json_variant.h); None where the Python reference must decide (it may raise). */
+static PyObject *json_variant(PyObject *self, PyObject *args)
+{
+    Py_buffer text;
+    if (!PyArg_ParseTuple(args, "y*:json_variant", &text))
+        return NULL;
+    jv_ctx ctx = {0};
+    ls_buf value = {0}, meta = {0};
+    int ascii;
+    int rc = utf8_valid(text.buf, (size_t)text.len, &ascii) ? jv_convert(&ctx, text.buf, (size_t)text.len, &value,
+                                                                          &meta)
+                                                            : JV_DECLINE;
+    PyBuffer_Release(&text);
+    PyObject *result = rc == JV_OK ? Py_BuildValue("(NN)", buf_bytes(&value), buf_bytes(&meta))
+                     : rc == JV_DECLINE ? Py_NewRef(Py_None) : PyErr_NoMemory();
+    jv_free(&ctx);
+    ls_buf_free(&value);
+    ls_buf_free(&meta);
+    return result;
+}
+
 /* ---- module ------------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1875,6 +1904,9 @@ static PyMethodDef methods[] = {
     {"typed_rows", typed_rows, METH_VARARGS,
      "typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label) -> (n, "
      "first, second) or None\n\nThe row images of one rows event as typed columns (see typed_kernel.py)."},
+    {"json_variant", json_variant, METH_VARARGS,
+     "json_variant(text) -> (value, metadata) or None\n\nThe Variant of a JSON text as view=table's JSON columns "
+     "get it; None where the Python reference decides (see _json_variant.h)."},
     {"rows_head", rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
@@ -1910,10 +1942,10 @@ PyMODINIT_FUNC PyInit__kernel(void)
         {"CS_TABLE", CS_TABLE}, {"CS_CODEC", CS_CODEC},
         {"S_NONE", S_NONE}, {"S_INT", S_INT}, {"S_YEAR", S_YEAR}, {"S_FLOAT", S_FLOAT}, {"S_DECIMAL", S_DECIMAL},
         {"S_DATE", S_DATE}, {"S_DATETIME", S_DATETIME}, {"S_TIMESTAMP", S_TIMESTAMP}, {"S_TEXT", S_TEXT},
-        {"S_BIT", S_BIT}, {"S_BYTES", S_BYTES}, {"S_RAW", S_RAW}, {"T_INT8", T_INT8}, {"T_INT16", T_INT16},
+        {"S_BIT", S_BIT}, {"S_BYTES", S_BYTES}, {"S_RAW", S_RAW}, {"S_JSON", S_JSON}, {"T_INT8", T_INT8}, {"T_INT16", T_INT16},
         {"T_INT32", T_INT32}, {"T_INT64", T_INT64}, {"T_FLOAT32", T_FLOAT32}, {"T_FLOAT64", T_FLOAT64},
         {"T_DECIMAL", T_DECIMAL}, {"T_DATE32", T_DATE32}, {"T_TIMESTAMP", T_TIMESTAMP}, {"T_STRING", T_STRING},
-        {"T_BINARY", T_BINARY}, {"T_RAW", T_RAW},
+        {"T_BINARY", T_BINARY}, {"T_RAW", T_RAW}, {"T_VARIANT", T_VARIANT},
     };
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
         if (PyModule_AddIntConstant(m, constants[i].name, constants[i].value) < 0) {

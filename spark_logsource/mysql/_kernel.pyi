@@ -36,6 +36,7 @@ S_TEXT: int
 S_BIT: int
 S_BYTES: int
 S_RAW: int
+S_JSON: int
 T_INT8: int
 T_INT16: int
 T_INT32: int
@@ -48,6 +49,7 @@ T_TIMESTAMP: int
 T_STRING: int
 T_BINARY: int
 T_RAW: int
+T_VARIANT: int
 
 def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, json_keys: Any) -> object:
     """The compiled description of one row-image shape (see ``rows_encode._plan``)."""
@@ -85,5 +87,10 @@ def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: obj
                typed_after: object, op: int, path: str | None, data_base: int, in_block: bool,
                label: str) -> tuple[int, tuple[_Column, ...], tuple[_Column, ...] | None] | None:
     """The row images of one rows event as typed columns: ``(n, first, second)``, a side holding per present
-    column ``(valid, data, ends)`` (a validity byte per row; ends None for fixed-width types); None when a value
-    does not convert (the event takes the Python path)."""
+    column ``(valid, data, ends)`` (a validity byte per row; ends None for fixed-width types), or for a JSON column
+    typed variant ``(valid, values, ends, metadata, metadata_ends)``; None when a value does not convert (the event
+    takes the Python path)."""
+
+def json_variant(text: bytes) -> tuple[bytes, bytes] | None:
+    """``(value, metadata)``: the Spark Variant of a JSON text as ``encode_variant(json.JSONDecoder(
+    parse_float=Decimal).decode(text))`` gives it; None where the Python reference must decide (it may raise)."""

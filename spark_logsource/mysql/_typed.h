@@ -17,7 +17,9 @@
  * microseconds; zeros under a null), or for string / binary the bytes back to back with the int32 end offset of
  * each row. A column of the view typed variant (JSON, or a column whose type changed too much) is passed through
  * raw (S_RAW / T_RAW): each value's Variant primitive, which typed_kernel.py turns back into the Python value and
- * converts as the reference does. Return codes: 0 written, -1 out of memory (or over LS_BUF_MAX / int32 offsets), 1 declined.
+ * converts as the reference does; but a JSON column whose values arrive as text (MariaDB's JSON is a LONGTEXT) is
+ * parsed here (S_JSON / T_VARIANT, ../_native/_json_variant.h): a validity byte per row, then the value bytes and
+ * the metadata bytes of each row's Variant, each with its int32 end offsets. Return codes: 0 written, -1 out of memory (or over LS_BUF_MAX / int32 offsets), 1 declined.
  */
 #ifndef SPARK_LOGSOURCE_MYSQL_TYPED_H
 #define SPARK_LOGSOURCE_MYSQL_TYPED_H
@@ -27,13 +29,15 @@
 
 #include "../_native/_buf.h"
 #include "../_native/_encode.h"
+#include "../_native/_json_variant.h"
+#include "../_native/_text.h"
 
 /* What the column was declared as (the converter's checks): the S_* constants of typed_kernel.py. */
 enum tk_source { S_NONE, S_INT, S_YEAR, S_FLOAT, S_DECIMAL, S_DATE, S_DATETIME, S_TIMESTAMP, S_TEXT, S_BIT, S_BYTES,
-                 S_RAW };
+                 S_RAW, S_JSON };
 /* The Arrow type of the view's column: the T_* constants of typed_kernel.py. */
 enum tk_target { T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_DECIMAL, T_DATE32, T_TIMESTAMP, T_STRING,
-                 T_BINARY, T_RAW, T_NTARGETS };
+                 T_BINARY, T_RAW, T_VARIANT, T_NTARGETS };
 
 enum { TK_OK = 0, TK_NOMEM = -1, TK_DECLINE = 1 };
 
@@ -46,12 +50,24 @@ typedef struct {
     int src_precision, src_scale; /* S_DECIMAL: the declared DECIMAL(p, s) a value must fit (p = 0: unknown) */
 } tk_conv;
 
-/* One column of one side of a rows event, as Arrow column parts. */
+/* One column of one side of a rows event, as Arrow column parts (T_VARIANT: data / ends hold the Variant values,
+ * meta / mends their metadata; json is the parser's scratch). */
 typedef struct {
-    ls_buf valid, data, ends;
+    ls_buf valid, data, ends, meta, mends;
+    jv_ctx json;
 } tk_col;
 
-static const int TK_WIDTH[T_NTARGETS] = {1, 2, 4, 8, 4, 8, 16, 4, 8, 0, 0, 0};
+static const int TK_WIDTH[T_NTARGETS] = {1, 2, 4, 8, 4, 8, 16, 4, 8, 0, 0, 0, 0};
+
+static inline void tk_col_free(tk_col *c)
+{
+    ls_buf_free(&c->valid);
+    ls_buf_free(&c->data);
+    ls_buf_free(&c->ends);
+    ls_buf_free(&c->meta);
+    ls_buf_free(&c->mends);
+    jv_free(&c->json);
+}
 
 /* A Variant primitive, read back. */
 enum { V_NULL, V_INT, V_DECIMAL, V_DOUBLE, V_DATE, V_TIMESTAMP, V_TIMESTAMP_NTZ, V_STRING, V_BINARY, V_OTHER };
@@ -162,13 +178,16 @@ static inline void tk_read(const uint8_t *v, size_t len, tk_value *out)
     }
 }
 
-static inline int tk_end(tk_col *c)
+/* The int32 end offset of the cell just written to data (or meta) into ends (or mends). */
+static inline int tk_end_of(const ls_buf *data, ls_buf *ends)
 {
-    if (c->data.len > (size_t)INT32_MAX)
+    if (data->len > (size_t)INT32_MAX)
         return TK_NOMEM;
-    int32_t end = (int32_t)c->data.len;
-    return ls_buf_put(&c->ends, &end, sizeof end) ? TK_NOMEM : TK_OK;
+    int32_t end = (int32_t)data->len;
+    return ls_buf_put(ends, &end, sizeof end) ? TK_NOMEM : TK_OK;
 }
+
+static inline int tk_end(tk_col *c) { return tk_end_of(&c->data, &c->ends); }
 
 /* A null cell. */
 static inline int tk_null(tk_col *c, const tk_conv *conv)
@@ -176,6 +195,8 @@ static inline int tk_null(tk_col *c, const tk_conv *conv)
     if (ls_buf_byte(&c->valid, 0))
         return TK_NOMEM;
     int w = TK_WIDTH[conv->target];
+    if (conv->target == T_VARIANT && tk_end_of(&c->meta, &c->mends))
+        return TK_NOMEM;
     if (w == 0)
         return tk_end(c);
     if (ls_buf_reserve(&c->data, (size_t)w))
@@ -265,6 +286,23 @@ static inline int tk_declared_int(const tk_conv *conv, const tk_value *x, __int1
     return TK_DECLINE;
 }
 
+/* A JSON column's value given as text (table_schema conv_json, then to_variant): its Variant, parsed here. */
+static inline int tk_json(tk_col *c, const tk_value *x)
+{
+    int ascii;
+    if (x->type == V_BINARY && !utf8_valid(x->s, x->n, &ascii)) /* Python: "is not UTF-8 JSON text" */
+        return TK_DECLINE;
+    size_t data_len = c->data.len, meta_len = c->meta.len;
+    int rc = jv_convert(&c->json, x->s, x->n, &c->data, &c->meta);
+    if (rc == JV_OK && (ls_buf_byte(&c->valid, 1) || tk_end(c) || tk_end_of(&c->meta, &c->mends)))
+        rc = JV_NOMEM;
+    if (rc != JV_OK) {
+        c->data.len = data_len;
+        c->meta.len = meta_len;
+    }
+    return rc == JV_OK ? TK_OK : rc == JV_DECLINE ? TK_DECLINE : TK_NOMEM;
+}
+
 /* The cell of one non-null value, given as its Variant bytes v[0:len]. */
 static inline int tk_put(tk_col *c, const tk_conv *conv, const uint8_t *v, size_t len)
 {
@@ -275,6 +313,8 @@ static inline int tk_put(tk_col *c, const tk_conv *conv, const uint8_t *v, size_
     int t = conv->target;
     if (conv->source == S_RAW) /* a variant column: the value's own Variant bytes, converted in Python */
         return t == T_RAW ? tk_bytes(c, v, len) : TK_DECLINE;
+    if (conv->source == S_JSON)
+        return t == T_VARIANT && (x.type == V_STRING || x.type == V_BINARY) ? tk_json(c, &x) : TK_DECLINE;
     switch (conv->source) {
     case S_INT: {
         __int128 i;

@@ -115,6 +115,15 @@ def _column(t: pa.DataType, pieces: list[_Piece], n: int) -> pa.Array:
     return pa.concat_arrays(arrays)
 
 
+def _join_variable(t: pa.DataType, pieces: list[KernelPiece | int], n: int, validity: pa.Buffer | None, nulls: int,
+                   data: int = 1) -> pa.Array:
+    """The bytes ``p[data]`` with their int32 ends ``p[data + 1]`` of each kernel piece (nulls for a count) joined
+    as one string / binary array of ``t``."""
+    offsets, values = join_parts([(p, None, None) if type(p) is int else (len(p[0]), p[data + 1], p[data])  # type: ignore[index, arg-type]
+                                  for p in pieces])
+    return pa.Array.from_buffers(t, n, [validity, offsets, values], null_count=nulls)
+
+
 def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.Array:
     """Kernel pieces (and counts of nulls) back to back as one Arrow array of ``t``, from their buffers."""
     valid = np.frombuffer(b"".join(bytes(p) if type(p) is int else p[0] for p in pieces),  # type: ignore[index]
@@ -122,9 +131,11 @@ def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.
     nulls = n - int(np.count_nonzero(valid))
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
     if pa.types.is_string(t) or pa.types.is_binary(t):
-        offsets, data = join_parts([(p, None, None) if type(p) is int else (len(p[0]), p[2], p[1])  # type: ignore[index, arg-type]
-                                    for p in pieces])
-        return pa.Array.from_buffers(t, n, [validity, offsets, data], null_count=nulls)
+        return _join_variable(t, pieces, n, validity, nulls)
+    if pa.types.is_struct(t):  # a Variant (JSON parsed in C): values, then metadata; a null row has empty ones
+        children = [_join_variable(f.type, pieces, n, None, 0, data) for f, data in zip(t, (1, 3), strict=True)]
+        mask = pa.array(np.logical_not(valid)) if nulls else None
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
     width = t.bit_width // 8
     data = b"".join(bytes(width * p) if type(p) is int else p[1] for p in pieces)  # type: ignore[index, operator]
     return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(data)], null_count=nulls)

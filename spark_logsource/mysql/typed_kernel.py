@@ -11,9 +11,12 @@ type (``_typed.h`` says how the two correspond). A value the kernel cannot conve
 out of the declared range, text that is not in its character set, an ENUM number without a name — makes the kernel
 decline the whole event, and :mod:`.typed_rows` takes its Python path, which gives the error row or the reference
 value. So do malformed events (the Python decoder then raises its own error), PARTIAL_UPDATE_ROWS and images with
-a MySQL JSON column (as in :mod:`.rows_encode`). Columns the view types as variant (JSON, or a column whose type
-changed too much) leave the kernel as each value's Variant primitive; they are turned back into the decoded Python
-value here and converted by ``cell_converter``, one call per value, as the reference does.
+a MySQL JSON column (as in :mod:`.rows_encode`). A JSON column whose values arrive as text (MariaDB's JSON is a
+LONGTEXT) is parsed in C into each value's Variant and metadata (``_native/_json_variant.h``); a text the parser
+leaves to Python (not JSON, NaN, more than 38 digits, a duplicate key, ...) declines the event. Other columns the
+view types as variant (a column whose type changed too much) leave the kernel as each value's Variant primitive;
+they are turned back into the decoded Python value here and converted by ``cell_converter``, one call per value,
+as the reference does.
 
 The byte count a kernel event adds to the batch's byte cap (``MAX_BATCH_BYTES``) is the bytes of its text, binary
 and variant cells (UTF-8 for text); the reference counts characters of text. The two differ only in where a batch
@@ -46,8 +49,9 @@ _kernel = import_kernel("spark_logsource.mysql._kernel")
 
 # enum tk_source / tk_target of _typed.h (the kernel exports them; a test compares)
 S_NONE, S_INT, S_YEAR, S_FLOAT, S_DECIMAL, S_DATE, S_DATETIME, S_TIMESTAMP, S_TEXT, S_BIT, S_BYTES, S_RAW = range(12)
+S_JSON = 12
 T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_DECIMAL, T_DATE32, T_TIMESTAMP = range(9)
-T_STRING, T_BINARY, T_RAW = 9, 10, 11
+T_STRING, T_BINARY, T_RAW, T_VARIANT = 9, 10, 11, 12
 
 _INT_TARGETS = {pa.int8(): T_INT8, pa.int16(): T_INT16, pa.int32(): T_INT32, pa.int64(): T_INT64}
 _TEXT_KINDS = frozenset({"time", "enum", "set"})
@@ -73,8 +77,9 @@ _FLOAT_TARGETS = {pa.float32(): T_FLOAT32, pa.float64(): T_FLOAT64}
 def conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, ...] | None:
     """The kernel's conversion of a column declared ``spec`` into a view column of ``column_type``; None when no
     value of it could convert (the events take the Python path)."""
-    if isinstance(column_type, str):  # a variant column: the value's Variant primitive, converted in Python
-        return _conv(S_RAW, T_RAW)
+    if isinstance(column_type, str):  # a variant column
+        # JSON given as text (MariaDB) is parsed in C; anything else leaves C as its Variant primitive
+        return _conv(S_JSON, T_VARIANT) if spec.kind == "json" else _conv(S_RAW, T_RAW)
     k = spec.kind
     t = column_type
     if k in ("int", "year"):
@@ -112,8 +117,9 @@ def conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, .
 
 #: ``len(valid)`` cells of one column as the kernel gives them: ``(valid, data, ends)``, a validity byte per row
 #: (1 = value), and the little-endian data of a fixed-width type, or the bytes back to back with each cell's int32
-#: end offset (``ends``; None for a fixed-width type).
-KernelPiece = tuple[bytes, bytes, "bytes | None"]
+#: end offset (``ends``; None for a fixed-width type). A JSON column parsed in C (``S_JSON``) adds its Variants'
+#: metadata the same way: ``(valid, values, ends, metadata, metadata_ends)``.
+KernelPiece = tuple[bytes, ...]
 #: One side of a rows event by view column name: kernel cells, or Python cells (variant columns).
 Side = dict[str, "KernelPiece | list[Any]"]
 
@@ -155,7 +161,7 @@ def compile_shape(columns: tuple[tuple[str, ColumnSpec, pa.DataType | str], ...]
         convs.append(conv)
     raw = tuple((j, cell_converter(columns[i][1], columns[i][2]), columns[i][1].kind in _INTEGRAL_KINDS)
                 for j, (i, c) in enumerate(zip(indexes, convs, strict=True)) if c[0] == S_RAW)
-    variable = tuple(j for j, c in enumerate(convs) if c[1] in (T_STRING, T_BINARY, T_RAW))
+    variable = tuple(j for j, c in enumerate(convs) if c[1] in (T_STRING, T_BINARY, T_RAW, T_VARIANT))
     return TypedShape(_kernel.compile_typed(convs), tuple(columns[i][0] for i in indexes), raw, variable)
 
 
