@@ -33,7 +33,7 @@
 enum { JV_OK = 0, JV_NOMEM = -1, JV_DECLINE = 1 };
 
 #define JV_MAX_DEPTH 64
-#define JV_MAX_TEXT ((size_t)16 << 20) /* larger texts: the tree would take ~30x their size; Python's is as big */
+#define JV_MAX_TEXT ((size_t)1 << 20) /* larger texts go to Python: the tree takes up to ~30 times the text */
 #define JV_MAX_EXPONENT 1000
 #define JV_NO_KEY UINT32_MAX
 

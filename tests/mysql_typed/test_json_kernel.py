@@ -71,12 +71,14 @@ def test_each_rule_converts_in_c(text: str) -> None:
     assert _same_or_declined(text.encode()), "left to Python"
 
 
+#: A text above JV_MAX_TEXT (1 MiB): the parse tree would take up to ~30 times its size.
+LONG = json.dumps(["x" * (1 << 20)])
 #: Not JSON as Python reads it, or no Variant of it (a lone surrogate does not encode as UTF-8).
 REFUSED = ["01", "1.", "[1,]", "NaN", "-Infinity", '"\\ud800"', '"\x01"', "", "true false", '{"a" 1}', '{1: 2}',
            '"\\x41"']
 
 
-@pytest.mark.parametrize("text", [*LEFT_TO_PYTHON, DEEP_LEFT, *REFUSED], ids=lambda text: text[:24])
+@pytest.mark.parametrize("text", [*LEFT_TO_PYTHON, DEEP_LEFT, LONG, *REFUSED], ids=lambda text: text[:24])
 def test_the_rest_is_left_to_python(text: str) -> None:
     assert not _same_or_declined(text.encode())
 
