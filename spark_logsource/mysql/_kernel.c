@@ -1436,7 +1436,7 @@ static int tk_side_init(tk_side *s, Py_ssize_t m)
 }
 
 /* ((valid, data, ends or None), ...) of a side: one entry per present column; (valid, values, ends, metadata,
- * metadata ends) for a T_VARIANT column. */
+ * metadata ends, text bytes) for a T_VARIANT column. */
 static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
 {
     PyObject *out = PyTuple_New(s->m);
@@ -1448,8 +1448,8 @@ static PyObject *tk_side_result(const tk_side *s, const tk_plan *conv)
         PyObject *item = TK_WIDTH[target]
                              ? Py_BuildValue("(NNO)", buf_bytes(&c->valid), buf_bytes(&c->data), Py_None)
                          : target == T_VARIANT
-                             ? Py_BuildValue("(NNNNN)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends),
-                                             buf_bytes(&c->meta), buf_bytes(&c->mends))
+                             ? Py_BuildValue("(NNNNNn)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends),
+                                             buf_bytes(&c->meta), buf_bytes(&c->mends), (Py_ssize_t)c->text)
                              : Py_BuildValue("(NNN)", buf_bytes(&c->valid), buf_bytes(&c->data), buf_bytes(&c->ends));
         if (item == NULL) {
             Py_DECREF(out);
@@ -1677,7 +1677,7 @@ static int run_mark(run_out *o)
         const tk_side *s = k ? &o->tsecond : &o->tfirst;
         for (Py_ssize_t j = 0; j < s->m; j++) {
             const tk_col *c = &s->cols[j];
-            size_t lens[5] = {c->valid.len, c->data.len, c->ends.len, c->meta.len, c->mends.len};
+            size_t lens[6] = {c->valid.len, c->data.len, c->ends.len, c->meta.len, c->mends.len, c->text};
             if (ls_buf_put(&o->marks, lens, sizeof lens))
                 return nomem();
         }
@@ -1695,13 +1695,14 @@ static void run_reset(run_out *o)
     const size_t *lens = (const size_t *)o->marks.data;
     for (int k = 0; k < 2; k++) {
         tk_side *s = k ? &o->tsecond : &o->tfirst;
-        for (Py_ssize_t j = 0; j < s->m; j++, lens += 5) {
+        for (Py_ssize_t j = 0; j < s->m; j++, lens += 6) {
             tk_col *c = &s->cols[j];
             c->valid.len = lens[0];
             c->data.len = lens[1];
             c->ends.len = lens[2];
             c->meta.len = lens[3];
             c->mends.len = lens[4];
+            c->text = lens[5];
         }
     }
 }

@@ -88,8 +88,8 @@ def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: obj
                label: str) -> tuple[int, tuple[_Column, ...], tuple[_Column, ...] | None] | None:
     """The row images of one rows event as typed columns: ``(n, first, second)``, a side holding per present
     column ``(valid, data, ends)`` (a validity byte per row; ends None for fixed-width types), or for a JSON column
-    typed variant ``(valid, values, ends, metadata, metadata_ends)``; None when a value does not convert (the event
-    takes the Python path)."""
+    typed variant ``(valid, values, ends, metadata, metadata_ends, text_bytes)``; None when a value does not
+    convert (the event takes the Python path)."""
 
 def json_variant(text: bytes) -> tuple[bytes, bytes] | None:
     """``(value, metadata)``: the Spark Variant of a JSON text as ``encode_variant(json.JSONDecoder(

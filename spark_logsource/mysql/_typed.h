@@ -51,9 +51,11 @@ typedef struct {
 } tk_conv;
 
 /* One column of one side of a rows event, as Arrow column parts (T_VARIANT: data / ends hold the Variant values,
- * meta / mends their metadata; json is the parser's scratch). */
+ * meta / mends their metadata, text counts the bytes of the JSON texts, which the batch's byte cap counts as the
+ * reference does; json is the parser's scratch). */
 typedef struct {
     ls_buf valid, data, ends, meta, mends;
+    size_t text;
     jv_ctx json;
 } tk_col;
 
@@ -296,6 +298,8 @@ static inline int tk_json(tk_col *c, const tk_value *x)
     int rc = jv_convert(&c->json, x->s, x->n, &c->data, &c->meta);
     if (rc == JV_OK && (ls_buf_byte(&c->valid, 1) || tk_end(c) || tk_end_of(&c->meta, &c->mends)))
         rc = JV_NOMEM;
+    if (rc == JV_OK)
+        c->text += x->n;
     if (rc != JV_OK) {
         c->data.len = data_len;
         c->meta.len = meta_len;

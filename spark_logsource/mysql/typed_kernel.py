@@ -19,9 +19,10 @@ they are turned back into the decoded Python value here and converted by ``cell_
 as the reference does.
 
 The byte count a kernel event adds to the batch's byte cap (``MAX_BATCH_BYTES``) is the bytes of its text, binary
-and variant cells (UTF-8 for text); the reference counts characters of text. The two differ only in where a batch
-of more than 256 MiB is cut. Fixed-width data and offsets are written in the machine's byte order, which Arrow
-reads as little-endian: like the other kernels, this one assumes a little-endian machine (x86-64, AArch64).
+and variant cells (UTF-8 for text, and the JSON text of a JSON value); the reference counts characters of text. The
+two differ only in where a batch of non-ASCII text above 256 MiB is cut. Fixed-width data and offsets are written
+in the machine's byte order, which Arrow reads as little-endian: like the other kernels, this one assumes a
+little-endian machine (x86-64, AArch64).
 """
 
 from __future__ import annotations
@@ -118,8 +119,9 @@ def conversion(spec: ColumnSpec, column_type: pa.DataType | str) -> tuple[int, .
 #: ``len(valid)`` cells of one column as the kernel gives them: ``(valid, data, ends)``, a validity byte per row
 #: (1 = value), and the little-endian data of a fixed-width type, or the bytes back to back with each cell's int32
 #: end offset (``ends``; None for a fixed-width type). A JSON column parsed in C (``S_JSON``) adds its Variants'
-#: metadata the same way: ``(valid, values, ends, metadata, metadata_ends)``.
-KernelPiece = tuple[bytes, ...]
+#: metadata the same way, and the byte count of the JSON texts: ``(valid, values, ends, metadata, metadata_ends,
+#: text_bytes)``.
+KernelPiece = tuple[Any, ...]
 #: One side of a rows event by view column name: kernel cells, or Python cells (variant columns).
 Side = dict[str, "KernelPiece | list[Any]"]
 
@@ -194,7 +196,8 @@ def _side(n: int, parts: tuple[KernelPiece, ...], shape: TypedShape) -> tuple[Si
     side: Side = dict(zip(shape.names, parts, strict=True))
     for j, convert, integral in shape.raw:
         side[shape.names[j]] = _raw_cells(parts[j], n, convert, integral)
-    return side, sum(len(parts[j][1]) for j in shape.variable)
+    # the byte cap counts a JSON value as its text (as the reference does), any other cell as its bytes
+    return side, sum(parts[j][5] if len(parts[j]) == 6 else len(parts[j][1]) for j in shape.variable)
 
 
 def _typed_rows(op: str, n: int, first: tuple[KernelPiece, ...], second: tuple[KernelPiece, ...] | None,

@@ -172,6 +172,11 @@ def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: 
         server.execute(f"CREATE OR REPLACE TABLE {DB}.jdocs (id INT PRIMARY KEY, doc JSON)")
         for i, doc in enumerate(docs):
             server.execute(f"INSERT INTO {DB}.jdocs VALUES (%s, %s)", i, doc)
+        # documents made mostly of keys: their Variant value is tiny, their metadata and text are not
+        server.execute(f"CREATE OR REPLACE TABLE {DB}.jkeys (id INT PRIMARY KEY, doc JSON)")
+        for i in range(20):
+            doc = json.dumps({f"k{i}_{j}": 1 for j in range(250)})
+            server.execute(f"INSERT INTO {DB}.jkeys VALUES (%s, %s)", i, doc)
 
     files = [str(f) for f in mariadb.run_workload(workload, dest=tmp_path)]
     stored = dict(mariadb.query(f"SELECT id, doc FROM {DB}.jdocs"))
@@ -194,6 +199,16 @@ def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: 
     for r in rows:  # the server's SELECT text, parsed and encoded (numbers beyond 38 digits are Variant strings)
         cell = r["after"]["doc"]
         assert (cell["value"], cell["metadata"]) == encode_variant(_JSON_DECODER.decode(stored[r["after"]["id"]]))
+    # the batch byte cap counts a JSON value as its text on both paths: batches are cut at the same rows
+    for cap in (2000, 5000):
+        cut: dict[bool, list[int]] = {}
+        for kernel_on in (True, False):
+            with monkeypatch.context() as patch:
+                patch.setattr(typed_rows, "kernel_available", lambda on=kernel_on: on)
+                patch.setattr(typed_rows, "MAX_BATCH_BYTES", cap)
+                cut[kernel_on] = [b.num_rows for b in spark_logsource.iter_batches(
+                    "mysql-binlog", files, view="table", table=f"{DB}.jkeys")]
+        assert len(cut[False]) > 1 and cut[True] == cut[False], (cap, cut)
     left = [i for i in range(len(docs)) if kernel.json_variant(stored[i].encode()) is None]
     assert left == [docs.index(d) for d in LEFT_TO_PYTHON]
     # one event per document: those C leaves declined once each (the Python path read them), the others converted
