@@ -19,7 +19,8 @@
  * raw (S_RAW / T_RAW): each value's Variant primitive, which typed_kernel.py turns back into the Python value and
  * converts as the reference does; but a JSON column whose values arrive as text (MariaDB's JSON is a LONGTEXT) is
  * parsed here (S_JSON / T_VARIANT, ../_native/_json_variant.h): a validity byte per row, then the value bytes and
- * the metadata bytes of each row's Variant, each with its int32 end offsets. Return codes: 0 written, -1 out of memory (or over LS_BUF_MAX / int32 offsets), 1 declined.
+ * the metadata bytes of each row's Variant, each with its int32 end offsets.
+ * Return codes: 0 written, -1 out of memory (or over LS_BUF_MAX / int32 offsets), 1 declined.
  */
 #ifndef SPARK_LOGSOURCE_MYSQL_TYPED_H
 #define SPARK_LOGSOURCE_MYSQL_TYPED_H
@@ -298,13 +299,13 @@ static inline int tk_json(tk_col *c, const tk_value *x)
     int rc = jv_convert(&c->json, x->s, x->n, &c->data, &c->meta);
     if (rc == JV_OK && (ls_buf_byte(&c->valid, 1) || tk_end(c) || tk_end_of(&c->meta, &c->mends)))
         rc = JV_NOMEM;
-    if (rc == JV_OK)
-        c->text += x->n;
-    if (rc != JV_OK) {
+    if (rc != JV_OK) { /* nothing of the value stays (a decline hands the event to Python) */
         c->data.len = data_len;
         c->meta.len = meta_len;
+        return rc == JV_DECLINE ? TK_DECLINE : TK_NOMEM;
     }
-    return rc == JV_OK ? TK_OK : rc == JV_DECLINE ? TK_DECLINE : TK_NOMEM;
+    c->text += x->n;
+    return TK_OK;
 }
 
 /* The cell of one non-null value, given as its Variant bytes v[0:len]. */
