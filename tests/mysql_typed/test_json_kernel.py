@@ -73,7 +73,8 @@ def test_each_rule_converts_in_c(text: str) -> None:
 
 #: A text above JV_MAX_TEXT (1 MiB): the parse tree would take up to ~30 times its size.
 LONG = json.dumps(["x" * (1 << 20)])
-#: Not JSON as Python reads it, or no Variant of it (a lone surrogate does not encode as UTF-8).
+#: Not JSON as Python reads it, no Variant of it (a lone surrogate does not encode as UTF-8), or Python's extensions
+#: (NaN, -Infinity) which C leaves to it.
 REFUSED = ["01", "1.", "[1,]", "NaN", "-Infinity", '"\\ud800"', '"\x01"', "", "true false", '{"a" 1}', '{1: 2}',
            '"\\x41"']
 
