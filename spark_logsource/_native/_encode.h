@@ -36,6 +36,37 @@
 #define VB_OBJECT 2
 #define VB_ARRAY 3
 
+/* Smallest of 1/2/3/4 bytes that holds v unsigned; 0 when it needs more (no Variant size field can hold it). */
+static inline int ls_size_of(uint64_t v)
+{
+    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
+}
+
+/* The head of a Variant object (id_size > 0) or array (id_size = 0) of `count` elements: the header byte (is_large
+ * above 255 elements) and the count, then count field ids of id_size bytes (objects) and count + 1 offsets of
+ * offset_size bytes. ls_variant_head_size gives its size; ls_variant_head_at writes its first part at h and returns
+ * where the ids (or, for an array, the offsets) go. */
+static inline size_t ls_variant_head_size(size_t count, int id_size, int offset_size)
+{
+    return 1 + (count > 0xff ? 4 : 1) + count * (size_t)id_size + (count + 1) * (size_t)offset_size;
+}
+
+static inline uint8_t *ls_variant_head_at(uint8_t *h, size_t count, int id_size, int offset_size)
+{
+    int large = count > 0xff;
+    h[0] = id_size ? (uint8_t)((((large << 4) | ((id_size - 1) << 2) | (offset_size - 1)) << 2) | VB_OBJECT)
+                   : (uint8_t)((((large << 2) | (offset_size - 1)) << 2) | VB_ARRAY);
+    ls_put_le(h + 1, count, large ? 4 : 1);
+    return h + 1 + (large ? 4 : 1);
+}
+
+/* The head opened in front of the container's values, which start at out[base]; NULL when out of memory. */
+static inline uint8_t *ls_variant_head(ls_buf *out, size_t base, size_t count, int id_size, int offset_size)
+{
+    uint8_t *h = ls_buf_open_gap(out, base, ls_variant_head_size(count, id_size, offset_size));
+    return h == NULL ? NULL : ls_variant_head_at(h, count, id_size, offset_size);
+}
+
 /* A Variant integer in the smallest of int8/16/32/64 that holds v. */
 static inline int ls_variant_int(ls_buf *b, int64_t v)
 {

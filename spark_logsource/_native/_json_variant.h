@@ -58,7 +58,7 @@ typedef struct {
 
 /* Scratch state, reused from value to value (zero-initialised; jv_free releases it). */
 typedef struct {
-    ls_buf nodes, keys, text, sorted, stack, header;
+    ls_buf nodes, keys, text, sorted, stack;
 } jv_ctx;
 
 static inline void jv_free(jv_ctx *c)
@@ -68,7 +68,6 @@ static inline void jv_free(jv_ctx *c)
     ls_buf_free(&c->text);
     ls_buf_free(&c->sorted);
     ls_buf_free(&c->stack);
-    ls_buf_free(&c->header);
 }
 
 static inline jv_node *jv_at(jv_ctx *c, uint32_t i) { return (jv_node *)c->nodes.data + i; }
@@ -387,18 +386,12 @@ static int jv_cmp_key(const void *a, const void *b)
     return (x->n > y->n) - (x->n < y->n);
 }
 
-static inline int jv_size_of(uint64_t v)
-{
-    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
-}
-
 static inline int jv_uint(ls_buf *b, uint64_t v, int size) { return ls_buf_le(b, v, size) ? JV_NOMEM : JV_OK; }
 
-/* Number the distinct keys in byte order (jv_key.id) and write the metadata; *nids = the dictionary's size. */
-static int jv_metadata(jv_ctx *c, ls_buf *meta, size_t *nids)
+/* Number the distinct keys in byte order (jv_key.id) and write the metadata. */
+static int jv_metadata(jv_ctx *c, ls_buf *meta)
 {
     size_t nkeys = c->keys.len / sizeof(jv_key);
-    *nids = 0;
     if (nkeys == 0) { /* variant.py EMPTY_METADATA */
         static const uint8_t empty[3] = {0x01, 0x00, 0x00};
         return ls_buf_put(meta, empty, sizeof empty) ? JV_NOMEM : JV_OK;
@@ -411,15 +404,17 @@ static int jv_metadata(jv_ctx *c, ls_buf *meta, size_t *nids)
     for (size_t k = 0; k < nkeys; k++)
         sorted[k] = (jv_sort_key){c->text.data + keys[k].off, keys[k].len, (uint32_t)k};
     qsort(sorted, nkeys, sizeof *sorted, jv_cmp_key);
+    /* the distinct keys move to the front of sorted, each occurrence gets its key's id */
     size_t distinct = 0, total = 0;
     for (size_t k = 0; k < nkeys; k++) {
-        if (k == 0 || jv_cmp_key(&sorted[k - 1], &sorted[k]) != 0) {
-            distinct++;
-            total += sorted[k].n;
+        jv_sort_key key = sorted[k];
+        if (distinct == 0 || jv_cmp_key(&sorted[distinct - 1], &key) != 0) {
+            sorted[distinct++] = key;
+            total += key.n;
         }
-        keys[sorted[k].key].id = (uint32_t)(distinct - 1);
+        keys[key.key].id = (uint32_t)(distinct - 1);
     }
-    int size = jv_size_of(total > distinct ? total : distinct);
+    int size = ls_size_of(total > distinct ? total : distinct);
     if (size == 0)
         return JV_DECLINE;
     int rc;
@@ -427,16 +422,12 @@ static int jv_metadata(jv_ctx *c, ls_buf *meta, size_t *nids)
         (rc = jv_uint(meta, distinct, size)) || (rc = jv_uint(meta, 0, size)))
         return rc;
     size_t end = 0;
-    for (size_t k = 0; k < nkeys; k++)
-        if (k == 0 || jv_cmp_key(&sorted[k - 1], &sorted[k]) != 0) {
-            end += sorted[k].n;
-            if ((rc = jv_uint(meta, end, size)))
-                return rc;
-        }
-    for (size_t k = 0; k < nkeys; k++)
-        if ((k == 0 || jv_cmp_key(&sorted[k - 1], &sorted[k]) != 0) && ls_buf_put(meta, sorted[k].s, sorted[k].n))
+    for (size_t k = 0; k < distinct; k++)
+        if ((rc = jv_uint(meta, end += sorted[k].n, size)))
+            return rc;
+    for (size_t k = 0; k < distinct; k++)
+        if (ls_buf_put(meta, sorted[k].s, sorted[k].n))
             return JV_NOMEM;
-    *nids = distinct;
     return JV_OK;
 }
 
@@ -453,10 +444,11 @@ static int jv_cmp_member(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out, size_t nids);
+static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out);
 
-/* Container node i: children into out (object members by field id), then its header in front of them. */
-static int jv_container(jv_ctx *c, uint32_t i, ls_buf *out, size_t nids)
+/* Container node i: children into out (object members by field id), then its head in front of them. Ids and
+ * offsets take the fewest bytes that hold them (variant.py's small form is the case where that is one byte). */
+static int jv_container(jv_ctx *c, uint32_t i, ls_buf *out)
 {
     jv_node node = *jv_at(c, i);
     int is_object = node.kind == JN_OBJ;
@@ -487,49 +479,35 @@ static int jv_container(jv_ctx *c, uint32_t i, ls_buf *out, size_t nids)
         uint64_t start = out->len - data_start;
         memcpy(c->stack.data + base + count * sizeof(jv_member) + k * sizeof(uint64_t), &start, sizeof start);
         uint32_t member = ((jv_member *)(c->stack.data + base))[k].node;
-        if ((rc = jv_encode(c, member, out, nids)))
+        if ((rc = jv_encode(c, member, out)))
             return rc;
     }
     members = (jv_member *)(c->stack.data + base);
     const uint8_t *starts = c->stack.data + base + count * sizeof(jv_member);
     size_t size = out->len - data_start;
-    if (size > 0xffffffffULL || count > 0xffffffffULL)
-        return JV_DECLINE;
-    ls_buf *h = &c->header;
-    h->len = 0;
     uint32_t max_id = 0;
     for (size_t k = 0; k < count; k++)
         if (members[k].id > max_id)
             max_id = members[k].id;
-    int small = size < 0x100 && count < 0x100 && (!is_object || nids <= 0x100);
-    int offset_size = small ? 1 : jv_size_of(size);
-    int id_size = small || count == 0 ? 1 : jv_size_of(max_id);
-    int large = count >= 0x100;
-    uint8_t head = is_object ? (uint8_t)(((large ? 0x10 : 0) | (id_size - 1) << 2 | (offset_size - 1)) << 2 | VB_OBJECT)
-                             : (uint8_t)(((large ? 0x4 : 0) | (offset_size - 1)) << 2 | VB_ARRAY);
-    if (ls_buf_byte(h, head) || ls_buf_le(h, count, large ? 4 : 1))
+    int offset_size = ls_size_of(size), id_size = is_object ? ls_size_of(max_id) : 0;
+    if (offset_size == 0 || count > 0xffffffffULL)
+        return JV_DECLINE;
+    uint8_t *p = ls_variant_head(out, data_start, count, id_size, offset_size);
+    if (p == NULL)
         return JV_NOMEM;
-    if (is_object)
-        for (size_t k = 0; k < count; k++)
-            if ((rc = jv_uint(h, members[k].id, id_size)))
-                return rc;
-    for (size_t k = 0; k < count; k++) {
+    for (size_t k = 0; is_object && k < count; k++, p += id_size)
+        ls_put_le(p, members[k].id, id_size);
+    for (size_t k = 0; k < count; k++, p += offset_size) {
         uint64_t start;
         memcpy(&start, starts + k * sizeof start, sizeof start);
-        if ((rc = jv_uint(h, start, offset_size)))
-            return rc;
+        ls_put_le(p, start, offset_size);
     }
-    if ((rc = jv_uint(h, size, offset_size)))
-        return rc;
+    ls_put_le(p, size, offset_size);
     c->stack.len = base;
-    uint8_t *gap = ls_buf_open_gap(out, data_start, h->len);
-    if (gap == NULL)
-        return JV_NOMEM;
-    memcpy(gap, h->data, h->len);
     return JV_OK;
 }
 
-static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out, size_t nids)
+static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out)
 {
     const jv_node *node = jv_at(c, i);
     switch (node->kind) {
@@ -563,7 +541,7 @@ static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out, size_t nids)
         return JV_OK;
     }
     default:
-        return jv_container(c, i, out, nids);
+        return jv_container(c, i, out);
     }
 }
 
@@ -581,10 +559,9 @@ static int jv_convert(jv_ctx *c, const uint8_t *s, size_t n, ls_buf *value, ls_b
     jv_space(&in);
     if (in.p != in.n) /* json: "Extra data" */
         return JV_DECLINE;
-    size_t nids;
-    if ((rc = jv_metadata(c, meta, &nids)))
+    if ((rc = jv_metadata(c, meta)))
         return rc;
-    return jv_encode(c, 0, value, nids);
+    return jv_encode(c, 0, value);
 }
 
 #endif

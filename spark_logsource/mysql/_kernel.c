@@ -798,31 +798,23 @@ static int emit_value(mk_ctx *x, ls_buf *b, const mk_plan *plan, const mk_col *c
 
 /* ---- one image ---------------------------------------------------------------------------------------------- */
 
-static int var_size_of(uint64_t v)
-{
-    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
-}
-
 /* Variant object of the current row, appended to o: values from x->vals/x->spans laid out in key order. */
 static int assemble_object(mk_ctx *x, const mk_plan *plan, ls_buf *o)
 {
     size_t m = (size_t)plan->n;
     const size_t *spans = (const size_t *)x->spans.data;
     uint64_t total = x->vals.len;
-    int os = var_size_of(total);
-    int is = var_size_of(m ? m - 1 : 0);
+    int os = ls_size_of(total);
+    int is = ls_size_of(m ? m - 1 : 0);
     if (os == 0)
         return PyErr_Format(PyExc_OverflowError, "row image of %llu bytes is too large for a variant",
                             (unsigned long long)total), MK_ERR;
-    int large = m > 255;
-    size_t head = 1 + (large ? 4 : 1) + m * (size_t)is + (m + 1) * (size_t)os;
+    size_t head = ls_variant_head_size(m, is, os);
     size_t base = o->len;
     if (ls_buf_reserve(o, head + total))
         return nomem();
     uint8_t *h = o->data + base;
-    h[0] = (uint8_t)((((large << 4) | ((is - 1) << 2) | (os - 1)) << 2) | VB_OBJECT);
-    ls_put_le(h + 1, m, large ? 4 : 1);
-    uint8_t *ids = h + 1 + (large ? 4 : 1);
+    uint8_t *ids = ls_variant_head_at(h, m, is, os);
     uint8_t *offs = ids + m * (size_t)is;
     uint8_t *vals = h + head;
     size_t off = 0;

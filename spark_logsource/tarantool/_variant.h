@@ -17,12 +17,6 @@
 #include "../_native/_encode.h"
 #include "_text.h"
 
-/* Smallest of 1/2/3/4 bytes holding `v`; 0 when it needs more than 4 (the Python path raises then). */
-static inline int var_size_of(uint64_t v)
-{
-    return v < 0x100 ? 1 : v < 0x10000 ? 2 : v < 0x1000000 ? 3 : v <= 0xffffffffULL ? 4 : 0;
-}
-
 /* Pass 1: append a tc_key for every map key in the value, in traversal order. */
 static int var_collect(tc_ctx *c, mp_rd *r, int depth)
 {
@@ -160,7 +154,7 @@ static int var_build_metadata_sorted(tc_ctx *c)
         }
         ids[idx[i]] = count - 1;
     }
-    int os = var_size_of(total > count ? total : count);
+    int os = ls_size_of(total > count ? total : count);
     if (os == 0)
         return TC_FALLBACK;
     size_t head = 1 + (size_t)os * (count + 2);
@@ -258,19 +252,14 @@ static int var_object(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos
     for (uint32_t i = 0; i < m; i++)
         if (f[i].id > max_id)
             max_id = f[i].id;
-    int os = var_size_of(data), is = var_size_of(max_id);
+    int os = ls_size_of(data), is = ls_size_of(max_id);
     if (os == 0 || is == 0)
         return TC_FALLBACK;
-    int large = m > 255;
-    size_t head = 1 + (large ? 4 : 1) + (size_t)m * is + (size_t)(m + 1) * os;
     /* Offsets are needed after the gap moves the values: record them first. */
-    uint8_t *h = ls_buf_open_gap(&c->out, base, head);
-    if (h == NULL)
+    uint8_t *p = ls_variant_head(&c->out, base, m, is, os);
+    if (p == NULL)
         return TC_NOMEM;
     f = (tc_field *)(c->stack.data + sbase);
-    h[0] = (uint8_t)((((large << 4) | ((is - 1) << 2) | (os - 1)) << 2) | VB_OBJECT);
-    ls_put_le(h + 1, m, large ? 4 : 1);
-    uint8_t *p = h + 1 + (large ? 4 : 1);
     for (uint32_t i = 0; i < m; i++, p += is)
         ls_put_le(p, f[i].id, is);
     for (uint32_t i = 0; i < m; i++, p += os)
@@ -295,18 +284,13 @@ static int var_array(tc_ctx *c, mp_rd *r, uint32_t n, int depth, size_t *keypos)
         ((size_t *)(c->stack.data + sbase))[i] = start;
     }
     uint64_t data = c->out.len - base;
-    int os = var_size_of(data);
+    int os = ls_size_of(data);
     if (os == 0)
         return TC_FALLBACK;
-    int large = n > 255;
-    size_t head = 1 + (large ? 4 : 1) + (size_t)(n + 1) * os;
-    uint8_t *h = ls_buf_open_gap(&c->out, base, head);
-    if (h == NULL)
+    uint8_t *p = ls_variant_head(&c->out, base, n, 0, os);
+    if (p == NULL)
         return TC_NOMEM;
     const size_t *starts = (const size_t *)(c->stack.data + sbase);
-    h[0] = (uint8_t)((((large << 2) | (os - 1)) << 2) | VB_ARRAY);
-    ls_put_le(h + 1, n, large ? 4 : 1);
-    uint8_t *p = h + 1 + (large ? 4 : 1);
     for (uint32_t i = 0; i < n; i++, p += os)
         ls_put_le(p, starts[i], os);
     ls_put_le(p, data, os);
