@@ -330,20 +330,29 @@ class BinlogFile:
         return self._window.data, self._window.start
 
     def events(self, start: int | None = None, stop: int | None = None,
-               resume: Resume | None = None) -> Iterator[BinlogEvent | FramingError]:
+               resume: Resume | None = None, only: frozenset[int] | None = None,
+               ) -> Iterator[BinlogEvent | FramingError]:
         """Walk the events from ``start`` (default: the first after the FDE) to ``stop`` / the end.
 
         The FDE itself is yielded first when ``start`` is at or before offset 4. Events are yielded while their
         ``pos`` < ``stop``; the caller may stop consuming at any time. After an event, the walk goes on at
         ``resume.at`` when the caller set it (it read the events up to there itself).
+
+        ``only``: yield the events of these types alone. The others are stepped over by their header, without
+        their CRC or a copy of their body, when the header frames them on its own: a plausible size and a
+        ``log_pos`` that is the event's end (what servers write in binlog files). An event whose header does not
+        (``log_pos`` 0, as in relay logs, or a damaged header) takes the checked path, so a bad region is still
+        found and yielded as a :class:`FramingError`; damage inside a body stepped over is left to the readers
+        of that event.
         """
         pos = self.first_event_pos if start is None else start
         end = self.size if stop is None else min(stop, self.size)
         if pos <= 4:
-            event = self._window.get(4, self.fde.size)
-            header = unpack_header(event, 0)
-            yield BinlogEvent(4, 4 + self.fde.size, header[0], header[1], header[2], header[3], header[4],
-                              header[5], bytes(event[HEADER_LEN:len(event) - self.crc_len]))
+            if only is None or FORMAT_DESCRIPTION in only:
+                event = self._window.get(4, self.fde.size)
+                header = unpack_header(event, 0)
+                yield BinlogEvent(4, 4 + self.fde.size, header[0], header[1], header[2], header[3], header[4],
+                                  header[5], bytes(event[HEADER_LEN:len(event) - self.crc_len]))
             pos = self.first_event_pos
         crc_len = self.crc_len
         verify = crc_len and self.verify_checksums
@@ -351,6 +360,16 @@ class BinlogFile:
         view_of: bytes = b""
         view = memoryview(view_of)
         while pos < end:
+            if only is not None:
+                off = pos - window.start
+                header = unpack_header(window.data, off) if 0 <= off <= len(window.data) - HEADER_LEN else \
+                    self._header_at(pos)
+                if header is not None and header[1] not in only and header[1] != FORMAT_DESCRIPTION:
+                    size = header[3]
+                    if (HEADER_LEN + crc_len <= size <= MAX_EVENT_SIZE and pos + size <= self.size
+                            and header[4] == (pos + size) & 0xFFFFFFFF):
+                        pos += size
+                        continue
             if verify:
                 # The common case without a call per check: the whole event is in the window's buffer, and it passes
                 # what _check and the CRC test below accept; anything else takes the general path (and its errors).
@@ -366,8 +385,9 @@ class BinlogFile:
                             and header[1] != FORMAT_DESCRIPTION
                             and zlib.crc32(view[off:stop - CRC_LEN]) == int.from_bytes(view[stop - CRC_LEN:stop],
                                                                                        "little")):
-                        yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
-                                          buf[off + HEADER_LEN:stop - CRC_LEN])
+                        if only is None or header[1] in only:
+                            yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4],
+                                              header[5], buf[off + HEADER_LEN:stop - CRC_LEN])
                         pos += size
                         if resume is not None and resume.at is not None:
                             pos, resume.at = resume.at, None
@@ -380,8 +400,9 @@ class BinlogFile:
                     error = ChecksumError(self.path, pos, f"CRC32 mismatch in a {size}-byte event of type "
                                                           f"{header[1]}")
                 else:
-                    yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4], header[5],
-                                      event[HEADER_LEN:size - crc_len])
+                    if only is None or header[1] in only:
+                        yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4],
+                                          header[5], event[HEADER_LEN:size - crc_len])
                     pos += size
                     if resume is not None and resume.at is not None:
                         pos, resume.at = resume.at, None

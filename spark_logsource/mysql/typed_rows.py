@@ -97,15 +97,19 @@ def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogRead
     """Replay every file's DDL into ``catalog`` (file ``n`` of ``files`` has positions ``(n, pos)``); with
     ``table_maps``, also collect the layouts the TABLE_MAPs describe."""
     mode = options.common.mode
-    seen: dict[bytes, TableMap] = {}
+    # a table's TABLE_MAP is the same bytes before each of its rows events: decoded once
+    seen: dict[bytes, tuple[tuple[str, str], Layout | None]] = {}
+    # the walk steps over every other event by its header (no CRC, no body): the tasks check those
+    wanted = frozenset(QUERY_TYPES) | (frozenset() if table_maps is None else {et.TABLE_MAP, et.TRANSACTION_PAYLOAD})
 
     def table_map_at(body: bytes, position: Position, table_id_size: int, path: str, offset: int) -> None:
         assert table_maps is not None
-        tm = seen.get(body)
-        if tm is None:
-            tm = seen[body] = decode_table_map(body, table_id_size=table_id_size, path=path, offset=offset)
-        runs = table_maps.setdefault((tm.database, tm.table), [])
-        layout = _table_map_layout(tm)
+        known = seen.get(body)
+        if known is None:
+            tm = decode_table_map(body, table_id_size=table_id_size, path=path, offset=offset)
+            known = seen[body] = ((tm.database, tm.table), _table_map_layout(tm))
+        name, layout = known
+        runs = table_maps.setdefault(name, [])
         if not runs or runs[-1][1] != layout:
             runs.append((position, layout))
 
@@ -120,7 +124,7 @@ def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogRead
             try:
                 table_id_size = 4 if bf.fde.post_header_len(et.TABLE_MAP, 8) == 6 else 6
                 query_post_header = bf.fde.post_header_len(et.QUERY, 13)
-                for item in bf.events():
+                for item in bf.events(only=wanted):
                     if isinstance(item, FramingError):
                         _handle(mode, item.error, path)
                         continue
