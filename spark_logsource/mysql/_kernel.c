@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "../_native/_buf.h"
+#include "../_native/_crc32.h"
 #include "../_native/_encode.h"
 #include "../_native/_text.h"
 #include "_dates.h"
@@ -1618,9 +1619,12 @@ static void side_seek(side *s, side_mark m)
     s->meta.len = m.meta;
 }
 
-/* CRC-32 (zlib) of [p, p + n) through Python's zlib.crc32, without copying the bytes. -1: not computed. */
+/* CRC-32 (zlib) of [p, p + n): folded here where the processor can (_crc32.h), else through Python's zlib.crc32,
+ * without copying the bytes. -1: not computed. */
 static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
 {
+    if (ls_crc32_folds())
+        return ls_crc32(0, p, n);
     PyObject *mv = PyMemoryView_FromMemory((char *)p, (Py_ssize_t)n, PyBUF_READ);
     if (mv == NULL)
         return -1;
@@ -1877,6 +1881,29 @@ static PyObject *json_variant(PyObject *self, PyObject *args)
     return result;
 }
 
+/* crc32(data, value=0): zlib.crc32's result, computed by _crc32.h (folded, or a byte at a time). */
+static PyObject *crc32(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    unsigned int value = 0;
+    if (!PyArg_ParseTuple(args, "y*|I:crc32", &data, &value))
+        return NULL;
+    uint32_t crc = ls_crc32(value, data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyObject *crc32_folds(PyObject *self, PyObject *unused) { return PyBool_FromLong(ls_crc32_folds()); }
+
+static PyObject *set_crc32_folding(PyObject *self, PyObject *on)
+{
+    int truth = PyObject_IsTrue(on);
+    if (truth < 0)
+        return NULL;
+    ls_crc32_set_folding(truth);
+    return PyBool_FromLong(ls_crc32_folds());
+}
+
 /* ---- module ------------------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1903,6 +1930,13 @@ static PyMethodDef methods[] = {
     {"rows_head", rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
+    {"crc32", crc32, METH_VARARGS,
+     "crc32(data, value=0) -> int\n\nzlib.crc32(data, value), as the run walk checks events (see _crc32.h)."},
+    {"crc32_folds", crc32_folds, METH_NOARGS,
+     "crc32_folds() -> bool\n\nWhether crc32 folds with PCLMULQDQ here (else runs check CRCs with zlib.crc32)."},
+    {"set_crc32_folding", set_crc32_folding, METH_O,
+     "set_crc32_folding(on) -> bool\n\nFold where the processor can (True) or never (False: runs check CRCs with "
+     "zlib.crc32); returns crc32_folds()."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1922,6 +1956,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_DECREF(errors);
     if (CorruptDataError == NULL || TruncatedDataError == NULL)
         return NULL;
+    ls_crc32_init();
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

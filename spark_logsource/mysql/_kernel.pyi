@@ -94,3 +94,12 @@ def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: obj
 def json_variant(text: bytes) -> tuple[bytes, bytes] | None:
     """``(value, metadata)``: the Spark Variant of a JSON text as ``encode_variant(json.JSONDecoder(
     parse_float=Decimal).decode(text))`` gives it; None where the Python reference must decide (it may raise)."""
+
+def crc32(data: bytes | memoryview, value: int = 0) -> int:
+    """``zlib.crc32(data, value)``, computed as runs of rows events check their events (``_native/_crc32.h``)."""
+
+def crc32_folds() -> bool:
+    """Whether :func:`crc32` folds with PCLMULQDQ here; else runs check CRCs through ``zlib.crc32``."""
+
+def set_crc32_folding(on: bool) -> bool:
+    """Fold where the processor can (True), or never (False: the ``zlib.crc32`` path); returns :func:`crc32_folds`."""

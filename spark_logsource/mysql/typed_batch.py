@@ -100,9 +100,36 @@ class ImageColumns:
         return pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
 
 
+def _empty(t: pa.DataType, n: int) -> pa.Array | None:
+    """``n`` valid empty values of ``t`` (zeros, empty strings), from buffers; None for a type not written here."""
+    if pa.types.is_struct(t):
+        children = [_empty(f.type, n) for f in t]
+        if any(c is None for c in children):
+            return None
+        return pa.StructArray.from_arrays(children, fields=list(t))
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes(4 * (n + 1))), pa.py_buffer(b"")])
+    if pa.types.is_boolean(t) or not (pa.types.is_primitive(t) or pa.types.is_decimal(t)):
+        return None
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(bytes(t.bit_width // 8 * n))])
+
+
+def _nulls(t: pa.DataType, n: int) -> pa.Array:
+    """``n`` nulls of ``t`` as ``pa.array([None] * n, t)`` makes them, without a Python object per row: the
+    children of a null struct hold empty values (what Spark's variant wants of its value and metadata)."""
+    if pa.types.is_struct(t):
+        children = _empty(t, n)
+        if children is None:
+            return pa.array([None] * n, t)
+        return pa.StructArray.from_arrays(children.flatten(), fields=list(t), mask=pa.array(np.ones(n, dtype=bool)))
+    return pa.nulls(n, t)
+
+
 def _column(t: pa.DataType, pieces: list[_Piece], n: int) -> pa.Array:
     """One view column from its pieces (``n`` cells in all)."""
     kinds = {type(p) for p in pieces}
+    if kinds <= {int}:  # no row has the column (an UPDATE's columns in an INSERT's before image, …)
+        return _nulls(t, n)
     if tuple not in kinds:  # Python cells and rows without the column (a variant column is always this)
         cells: list[Any] = []
         for p in pieces:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,32 @@ def uses_kernel(case: RowsCase) -> bool:
 
 def test_kernel_is_built():
     assert rows_encode.KERNEL_AVAILABLE, "build it: python3 setup.py build_ext --inplace"
+
+
+@pytest.mark.parametrize("folding", [True, False], ids=["folded", "byte-table"])
+def test_crc32_is_zlibs(folding: bool) -> None:
+    """The CRC the run walk checks events with, against zlib.crc32: every length up to past several 64-byte
+    blocks at every alignment of a 16-byte lane, with initial values, and large buffers."""
+    from spark_logsource.mysql import _kernel
+
+    folds = _kernel.crc32_folds()
+    if folding and not folds:
+        pytest.skip("this processor has no PCLMULQDQ")
+    _kernel.set_crc32_folding(folding)
+    try:
+        rng = random.Random(7)
+        data = rng.randbytes(4096)
+        for n in range(0, 700):
+            for align in range(16):
+                chunk = data[align:align + n]
+                for value in (0, 0xFFFFFFFF, rng.getrandbits(32)):
+                    assert _kernel.crc32(chunk, value) == zlib.crc32(chunk, value), (n, align, value)
+        for n in (4095, 1 << 16, (1 << 20) + 13):
+            big = rng.randbytes(n)
+            assert _kernel.crc32(memoryview(big)[1:]) == zlib.crc32(big[1:]), n
+        assert _kernel.crc32(b"") == 0
+    finally:
+        _kernel.set_crc32_folding(folds)
 
 
 # ---- real files ------------------------------------------------------------------------------------------------

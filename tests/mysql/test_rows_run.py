@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,9 +170,22 @@ def _damaged(run_binlog: RunBinlog, tmp_path: Path) -> tuple[Path, int]:
     return path, pos
 
 
+@pytest.fixture(params=["folded", "zlib"])
+def crc_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The run walk checks CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
+    from spark_logsource.mysql import _kernel
+
+    folds = _kernel.crc32_folds()
+    if request.param == "folded" and not folds:
+        pytest.skip("this processor has no PCLMULQDQ: runs check CRCs through zlib.crc32 only")
+    _kernel.set_crc32_folding(request.param == "folded")
+    yield request.param
+    _kernel.set_crc32_folding(folds)
+
+
 def test_a_damaged_event_inside_a_run_gives_the_per_event_rows(run_binlog: RunBinlog, kernel_runs: list,
                                                                monkeypatch: pytest.MonkeyPatch,
-                                                               tmp_path: Path) -> None:
+                                                               tmp_path: Path, crc_path: str) -> None:
     path, pos = _damaged(run_binlog, tmp_path)
     with_runs = read(path, True, monkeypatch, mode="PERMISSIVE")
     assert kernel_runs
