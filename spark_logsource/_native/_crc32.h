@@ -3,10 +3,13 @@
  * after. It is the binlog event checksum (docs/formats/mysql-binlog.md, "Checksums").
  *
  * On x86-64 processors with carry-less multiplication (PCLMULQDQ), buffers of 64 bytes and more are folded 64 bytes
- * at a time: four 128-bit lanes, each multiplied by x^(512 +- 32) mod P and added to the next 64 bytes, then the
- * lanes folded into one by x^(128 +- 32) mod P. What is left, 16 bytes and the tail, goes through the byte table.
- * The folding keeps the message's residue mod P, so the result is zlib's to the bit (tests compare the two on
- * every length and alignment). Elsewhere ls_crc32_folds() is 0 and the caller keeps zlib.
+ * at a time: four 128-bit lanes, each lane's low 64 bits multiplied by x^(512+32) mod P and its high 64 bits by
+ * x^(512-32) mod P, the two products added to the next 64 bytes; then the lanes are folded into one the same way
+ * with x^(128+32) and x^(128-32) mod P. The constants are those residues of P = 0x104C11DB7, bit-reflected over 32
+ * bits and shifted left by one (the layout zlib's reflected state needs). What is left, 16 bytes and the tail,
+ * goes through the byte table. Folding keeps the message's residue mod P, so the result is zlib's to the bit
+ * (tests compare the two on every length and alignment). Elsewhere ls_crc32_folds() is 0 and the caller keeps
+ * zlib.
  */
 #ifndef SPARK_LOGSOURCE_CRC32_H
 #define SPARK_LOGSOURCE_CRC32_H
@@ -63,7 +66,7 @@ __attribute__((target("pclmul,sse4.1"))) static inline __m128i ls_crc32_fold_lan
 /* The raw state after the n >= 64 bytes at p. */
 __attribute__((target("pclmul,sse4.1"))) static uint32_t ls_crc32_fold(uint32_t state, const uint8_t *p, size_t n)
 {
-    /* low 64 bits: the constant for a lane's low half, high 64 bits: for its high half */
+    /* (high, low): x^(512-32), x^(512+32) mod P and x^(128-32), x^(128+32) mod P, reflected and shifted */
     const __m128i by512 = _mm_set_epi64x(0x1c6e41596LL, 0x154442bd4LL);
     const __m128i by128 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
     __m128i x0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)state));
