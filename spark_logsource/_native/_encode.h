@@ -67,6 +67,41 @@ static inline uint8_t *ls_variant_head(ls_buf *out, size_t base, size_t count, i
     return h == NULL ? NULL : ls_variant_head_at(h, count, id_size, offset_size);
 }
 
+/* A key of a Variant metadata dictionary: its bytes. */
+typedef struct {
+    const uint8_t *s;
+    size_t n;
+} ls_key;
+
+/* The metadata of a dictionary of `count` distinct keys in byte order, `total` bytes together, appended to meta:
+ * the header byte (version 1, sorted, offset size), the count, count + 1 offsets, the key bytes; the count and the
+ * offsets take the fewest bytes that hold both. No keys: variant.py's EMPTY_METADATA (01 00 00, not "sorted").
+ * 0, -1 out of memory, 1 when they would need more than 4 bytes. */
+static inline int ls_variant_metadata(ls_buf *meta, const ls_key *keys, size_t count, uint64_t total)
+{
+    if (count == 0)
+        return ls_buf_put(meta, "\x01\x00\x00", 3);
+    int size = ls_size_of(total > count ? total : count);
+    if (size == 0)
+        return 1;
+    size_t head = 1 + (size_t)size * (count + 2);
+    if (ls_buf_reserve(meta, head + total))
+        return -1;
+    uint8_t *m = meta->data + meta->len;
+    m[0] = (uint8_t)(0x01 | 0x10 | (size - 1) << 6);
+    ls_put_le(m + 1, count, size);
+    uint64_t off = 0;
+    for (size_t i = 0; i < count; i++) {
+        ls_put_le(m + 1 + (size_t)size * (i + 1), off, size);
+        if (keys[i].n)
+            memcpy(m + head + off, keys[i].s, keys[i].n);
+        off += keys[i].n;
+    }
+    ls_put_le(m + 1 + (size_t)size * (count + 1), off, size);
+    meta->len += head + total;
+    return 0;
+}
+
 /* A Variant integer in the smallest of int8/16/32/64 that holds v. */
 static inline int ls_variant_int(ls_buf *b, int64_t v)
 {

@@ -58,7 +58,7 @@ typedef struct {
 
 /* Scratch state, reused from value to value (zero-initialised; jv_free releases it). */
 typedef struct {
-    ls_buf nodes, keys, text, sorted, stack;
+    ls_buf nodes, keys, text, sorted, distinct, stack;
 } jv_ctx;
 
 static inline void jv_free(jv_ctx *c)
@@ -67,6 +67,7 @@ static inline void jv_free(jv_ctx *c)
     ls_buf_free(&c->keys);
     ls_buf_free(&c->text);
     ls_buf_free(&c->sorted);
+    ls_buf_free(&c->distinct);
     ls_buf_free(&c->stack);
 }
 
@@ -386,49 +387,33 @@ static int jv_cmp_key(const void *a, const void *b)
     return (x->n > y->n) - (x->n < y->n);
 }
 
-static inline int jv_uint(ls_buf *b, uint64_t v, int size) { return ls_buf_le(b, v, size) ? JV_NOMEM : JV_OK; }
-
 /* Number the distinct keys in byte order (jv_key.id) and write the metadata. */
 static int jv_metadata(jv_ctx *c, ls_buf *meta)
 {
     size_t nkeys = c->keys.len / sizeof(jv_key);
-    if (nkeys == 0) { /* variant.py EMPTY_METADATA */
-        static const uint8_t empty[3] = {0x01, 0x00, 0x00};
-        return ls_buf_put(meta, empty, sizeof empty) ? JV_NOMEM : JV_OK;
-    }
-    c->sorted.len = 0;
-    if (ls_buf_reserve(&c->sorted, nkeys * sizeof(jv_sort_key)))
+    c->sorted.len = c->distinct.len = 0;
+    if (ls_buf_reserve(&c->sorted, nkeys * sizeof(jv_sort_key))
+        || ls_buf_reserve(&c->distinct, nkeys * sizeof(ls_key)))
         return JV_NOMEM;
     jv_key *keys = (jv_key *)c->keys.data;
     jv_sort_key *sorted = (jv_sort_key *)c->sorted.data;
+    ls_key *distinct = (ls_key *)c->distinct.data;
     for (size_t k = 0; k < nkeys; k++)
         sorted[k] = (jv_sort_key){c->text.data + keys[k].off, keys[k].len, (uint32_t)k};
-    qsort(sorted, nkeys, sizeof *sorted, jv_cmp_key);
-    /* the distinct keys move to the front of sorted, each occurrence gets its key's id */
-    size_t distinct = 0, total = 0;
+    if (nkeys > 1)
+        qsort(sorted, nkeys, sizeof *sorted, jv_cmp_key);
+    /* each occurrence gets its key's id, the distinct keys are listed in order */
+    size_t count = 0;
+    uint64_t total = 0;
     for (size_t k = 0; k < nkeys; k++) {
-        jv_sort_key key = sorted[k];
-        if (distinct == 0 || jv_cmp_key(&sorted[distinct - 1], &key) != 0) {
-            sorted[distinct++] = key;
-            total += key.n;
+        if (k == 0 || jv_cmp_key(&sorted[k - 1], &sorted[k]) != 0) {
+            distinct[count++] = (ls_key){sorted[k].s, sorted[k].n};
+            total += sorted[k].n;
         }
-        keys[key.key].id = (uint32_t)(distinct - 1);
+        keys[sorted[k].key].id = (uint32_t)(count - 1);
     }
-    int size = ls_size_of(total > distinct ? total : distinct);
-    if (size == 0)
-        return JV_DECLINE;
-    int rc;
-    if ((rc = ls_buf_byte(meta, (uint8_t)(0x01 | 0x10 | (size - 1) << 6)) ? JV_NOMEM : JV_OK) ||
-        (rc = jv_uint(meta, distinct, size)) || (rc = jv_uint(meta, 0, size)))
-        return rc;
-    size_t end = 0;
-    for (size_t k = 0; k < distinct; k++)
-        if ((rc = jv_uint(meta, end += sorted[k].n, size)))
-            return rc;
-    for (size_t k = 0; k < distinct; k++)
-        if (ls_buf_put(meta, sorted[k].s, sorted[k].n))
-            return JV_NOMEM;
-    return JV_OK;
+    int rc = ls_variant_metadata(meta, distinct, count, total);
+    return rc < 0 ? JV_NOMEM : rc ? JV_DECLINE : JV_OK;
 }
 
 /* ---- encoding ---- */

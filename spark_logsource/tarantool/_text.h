@@ -43,6 +43,7 @@ typedef struct {
     ls_buf keys;    /* tc_key per map key, in traversal order */
     ls_buf ids;     /* uint32 field id per map key, in traversal order */
     ls_buf order;   /* uint32 index permutation for sorting */
+    ls_buf distinct; /* ls_key per distinct map key, in byte order (the metadata being written) */
     ls_buf stack;   /* tc_field / size_t records of open containers */
     ls_buf tmp;     /* reordering copy of object values */
     ls_buf prev_keys; /* the previous variant's map keys in traversal order (u32 length + bytes each) */
@@ -60,6 +61,7 @@ static void tc_free(tc_ctx *c)
     ls_buf_free(&c->keys);
     ls_buf_free(&c->ids);
     ls_buf_free(&c->order);
+    ls_buf_free(&c->distinct);
     ls_buf_free(&c->stack);
     ls_buf_free(&c->tmp);
     ls_buf_free(&c->prev_keys);

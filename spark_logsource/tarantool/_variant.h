@@ -108,11 +108,8 @@ static int var_build_metadata_sorted(tc_ctx *c);
 static int var_build_metadata(tc_ctx *c)
 {
     size_t n = c->keys.len / sizeof(tc_key);
-    if (n == 0) {
-        c->ids.len = 0;
-        c->meta.len = 0;
-        return ls_buf_put(&c->meta, "\x01\x00\x00", 3) ? TC_NOMEM : TC_OK;
-    }
+    if (n == 0)
+        return var_build_metadata_sorted(c); /* the empty dictionary */
     if (var_same_keys(c, n)) {
         c->ids.len = c->meta.len = 0;
         if (ls_buf_put(&c->ids, c->prev_ids.data, c->prev_ids.len) ||
@@ -129,51 +126,34 @@ static int var_build_metadata_sorted(tc_ctx *c)
     size_t n = c->keys.len / sizeof(tc_key);
     c->meta.len = 0;
     c->ids.len = 0;
-    if (n == 0)
-        return ls_buf_put(&c->meta, "\x01\x00\x00", 3) ? TC_NOMEM : TC_OK;
     if (n > UINT32_MAX / 2)
         return TC_FALLBACK;
-    c->order.len = 0;
-    if (ls_buf_reserve(&c->order, 2 * n * sizeof(uint32_t)) || ls_buf_reserve(&c->ids, n * sizeof(uint32_t)))
+    c->order.len = c->distinct.len = 0;
+    if (ls_buf_reserve(&c->order, 2 * n * sizeof(uint32_t)) || ls_buf_reserve(&c->ids, n * sizeof(uint32_t))
+        || ls_buf_reserve(&c->distinct, n * sizeof(ls_key)))
         return TC_NOMEM;
     uint32_t *idx = (uint32_t *)c->order.data;
     uint32_t *tmp = idx + n;
     uint32_t *ids = (uint32_t *)c->ids.data;
+    ls_key *distinct = (ls_key *)c->distinct.data;
     c->ids.len = n * sizeof(uint32_t);
     for (size_t i = 0; i < n; i++)
         idx[i] = (uint32_t)i;
     keys_sort(c, idx, tmp, n);
     const tc_key *keys = (const tc_key *)c->keys.data;
-    /* Assign ids; the distinct keys (first occurrence of each) are listed in tmp. */
+    /* Assign ids; the distinct keys (first occurrence of each) are listed in order. */
     uint32_t count = 0;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || key_cmp(c, &keys[idx[i - 1]], &keys[idx[i]]) != 0) {
-            tmp[count++] = idx[i];
-            total += keys[idx[i]].len;
+            const tc_key *k = &keys[idx[i]];
+            distinct[count++] = (ls_key){key_bytes(c, k), k->len};
+            total += k->len;
         }
         ids[idx[i]] = count - 1;
     }
-    int os = ls_size_of(total > count ? total : count);
-    if (os == 0)
-        return TC_FALLBACK;
-    size_t head = 1 + (size_t)os * (count + 2);
-    if (ls_buf_reserve(&c->meta, head + total))
-        return TC_NOMEM;
-    uint8_t *m = c->meta.data;
-    m[0] = (uint8_t)(0x01 | 0x10 | ((os - 1) << 6));
-    ls_put_le(m + 1, count, os);
-    uint64_t off = 0;
-    uint8_t *str = m + head;
-    for (uint32_t i = 0; i < count; i++) {
-        ls_put_le(m + 1 + (size_t)os * (i + 1), off, os);
-        const tc_key *k = &keys[tmp[i]];
-        memcpy(str + off, key_bytes(c, k), k->len);
-        off += k->len;
-    }
-    ls_put_le(m + 1 + (size_t)os * (count + 1), off, os);
-    c->meta.len = head + total;
-    return TC_OK;
+    int rc = ls_variant_metadata(&c->meta, distinct, count, total);
+    return rc < 0 ? TC_NOMEM : rc ? TC_FALLBACK : TC_OK;
 }
 
 static int var_encode(tc_ctx *c, mp_rd *r, int depth, size_t *keypos);
