@@ -59,6 +59,10 @@ typedef struct {
 /* Scratch state, reused from value to value (zero-initialised; jv_free releases it). */
 typedef struct {
     ls_buf nodes, keys, text, sorted, distinct, stack;
+    /* the keys of the last document whose dictionary was built (u32 length + bytes each, in document order), their
+     * ids and its metadata: documents of one column mostly repeat their keys */
+    ls_buf prev_keys, prev_ids, prev_meta;
+    size_t prev_count; /* keys in prev_keys; the cache is empty while prev_meta is */
 } jv_ctx;
 
 static inline void jv_free(jv_ctx *c)
@@ -69,6 +73,9 @@ static inline void jv_free(jv_ctx *c)
     ls_buf_free(&c->sorted);
     ls_buf_free(&c->distinct);
     ls_buf_free(&c->stack);
+    ls_buf_free(&c->prev_keys);
+    ls_buf_free(&c->prev_ids);
+    ls_buf_free(&c->prev_meta);
 }
 
 static inline jv_node *jv_at(jv_ctx *c, uint32_t i) { return (jv_node *)c->nodes.data + i; }
@@ -387,10 +394,49 @@ static int jv_cmp_key(const void *a, const void *b)
     return (x->n > y->n) - (x->n < y->n);
 }
 
-/* Number the distinct keys in byte order (jv_key.id) and write the metadata. */
+/* Whether the document's keys are, in order, those of the last dictionary built; if so, its ids are set. */
+static int jv_same_keys(jv_ctx *c, size_t nkeys)
+{
+    if (c->prev_meta.len == 0 || nkeys != c->prev_count)
+        return 0;
+    jv_key *keys = (jv_key *)c->keys.data;
+    const uint8_t *p = c->prev_keys.data;
+    for (size_t k = 0; k < nkeys; k++) {
+        uint32_t len;
+        memcpy(&len, p, sizeof len);
+        if (len != keys[k].len || (len && memcmp(p + sizeof len, c->text.data + keys[k].off, len) != 0))
+            return 0;
+        p += sizeof len + len;
+    }
+    const uint32_t *ids = (const uint32_t *)c->prev_ids.data;
+    for (size_t k = 0; k < nkeys; k++)
+        keys[k].id = ids[k];
+    return 1;
+}
+
+/* Keep the document's keys, their ids and the metadata meta[from..] for the next document. */
+static int jv_remember_keys(jv_ctx *c, size_t nkeys, const ls_buf *meta, size_t from)
+{
+    const jv_key *keys = (const jv_key *)c->keys.data;
+    c->prev_keys.len = c->prev_ids.len = c->prev_meta.len = 0;
+    for (size_t k = 0; k < nkeys; k++) {
+        uint32_t len = (uint32_t)keys[k].len; /* jv_string declines keys of 4 GiB and more */
+        if (ls_buf_put(&c->prev_keys, &len, sizeof len) || ls_buf_put(&c->prev_keys, c->text.data + keys[k].off, len)
+            || ls_buf_put(&c->prev_ids, &keys[k].id, sizeof keys[k].id))
+            return JV_NOMEM;
+    }
+    c->prev_count = nkeys;
+    return ls_buf_put(&c->prev_meta, meta->data + from, meta->len - from) ? JV_NOMEM : JV_OK;
+}
+
+/* Number the distinct keys in byte order (jv_key.id) and write the metadata (from the last document's when the
+ * keys are the same). */
 static int jv_metadata(jv_ctx *c, ls_buf *meta)
 {
     size_t nkeys = c->keys.len / sizeof(jv_key);
+    if (jv_same_keys(c, nkeys))
+        return ls_buf_put(meta, c->prev_meta.data, c->prev_meta.len) ? JV_NOMEM : JV_OK;
+    size_t from = meta->len;
     c->sorted.len = c->distinct.len = 0;
     if (ls_buf_reserve(&c->sorted, nkeys * sizeof(jv_sort_key))
         || ls_buf_reserve(&c->distinct, nkeys * sizeof(ls_key)))
@@ -413,7 +459,9 @@ static int jv_metadata(jv_ctx *c, ls_buf *meta)
         keys[sorted[k].key].id = (uint32_t)(count - 1);
     }
     int rc = ls_variant_metadata(meta, distinct, count, total);
-    return rc < 0 ? JV_NOMEM : rc ? JV_DECLINE : JV_OK;
+    if (rc)
+        return rc < 0 ? JV_NOMEM : JV_DECLINE;
+    return jv_remember_keys(c, nkeys, meta, from);
 }
 
 /* ---- encoding ---- */

@@ -1861,24 +1861,57 @@ done:
 
 /* json_variant(text) -> (value, metadata) or None: the Variant of one JSON text (UTF-8 bytes) as a JSON column of
  * view=table gets it (_json_variant.h); None where the Python reference must decide (it may raise). */
+/* The (value, metadata) of one JSON text with the scratch state c, None where Python decides; NULL on error. */
+static PyObject *json_variant_with(jv_ctx *c, const Py_buffer *text)
+{
+    ls_buf value = {0}, meta = {0};
+    int ascii;
+    int rc = utf8_valid(text->buf, (size_t)text->len, &ascii)
+                 ? jv_convert(c, text->buf, (size_t)text->len, &value, &meta) : JV_DECLINE;
+    PyObject *result = rc == JV_OK ? Py_BuildValue("(NN)", buf_bytes(&value), buf_bytes(&meta))
+                     : rc == JV_DECLINE ? Py_NewRef(Py_None) : PyErr_NoMemory();
+    ls_buf_free(&value);
+    ls_buf_free(&meta);
+    return result;
+}
+
 static PyObject *json_variant(PyObject *self, PyObject *args)
 {
     Py_buffer text;
     if (!PyArg_ParseTuple(args, "y*:json_variant", &text))
         return NULL;
     jv_ctx ctx = {0};
-    ls_buf value = {0}, meta = {0};
-    int ascii;
-    int rc = utf8_valid(text.buf, (size_t)text.len, &ascii) ? jv_convert(&ctx, text.buf, (size_t)text.len, &value,
-                                                                          &meta)
-                                                            : JV_DECLINE;
+    PyObject *result = json_variant_with(&ctx, &text);
     PyBuffer_Release(&text);
-    PyObject *result = rc == JV_OK ? Py_BuildValue("(NN)", buf_bytes(&value), buf_bytes(&meta))
-                     : rc == JV_DECLINE ? Py_NewRef(Py_None) : PyErr_NoMemory();
     jv_free(&ctx);
-    ls_buf_free(&value);
-    ls_buf_free(&meta);
     return result;
+}
+
+/* json_variants(texts): json_variant of each, with one scratch state, as a column's values are converted. */
+static PyObject *json_variants(PyObject *self, PyObject *texts)
+{
+    PyObject *seq = PySequence_Fast(texts, "json_variants takes a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(n);
+    jv_ctx ctx = {0};
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        Py_buffer text;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &text, PyBUF_SIMPLE) < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *one = json_variant_with(&ctx, &text);
+        PyBuffer_Release(&text);
+        if (one == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, one);
+    }
+    jv_free(&ctx);
+    Py_DECREF(seq);
+    return out;
 }
 
 /* crc32(data, value=0): zlib.crc32's result, computed by _crc32.h (folded, or a byte at a time). */
@@ -1927,6 +1960,9 @@ static PyMethodDef methods[] = {
     {"json_variant", json_variant, METH_VARARGS,
      "json_variant(text) -> (value, metadata) or None\n\nThe Variant of a JSON text as view=table's JSON columns "
      "get it; None where the Python reference decides (see _json_variant.h)."},
+    {"json_variants", json_variants, METH_O,
+     "json_variants(texts) -> list\n\njson_variant of each text, converted one after another with one scratch state "
+     "(as a column's values are: the metadata of repeated keys is reused)."},
     {"rows_head", rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},

@@ -95,6 +95,10 @@ def json_variant(text: bytes) -> tuple[bytes, bytes] | None:
     """``(value, metadata)``: the Spark Variant of a JSON text as ``encode_variant(json.JSONDecoder(
     parse_float=Decimal).decode(text))`` gives it; None where the Python reference must decide (it may raise)."""
 
+def json_variants(texts: list[bytes]) -> list[tuple[bytes, bytes] | None]:
+    """:func:`json_variant` of each text, one after another with one scratch state, as a column's values are
+    converted (a document whose keys are the previous one's reuses its metadata)."""
+
 def crc32(data: bytes | memoryview, value: int = 0) -> int:
     """``zlib.crc32(data, value)``, computed as runs of rows events check their events (``_native/_crc32.h``)."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -138,11 +139,46 @@ def test_generated_documents_convert_and_equal_the_reference() -> None:
     assert all(converted), [t for t, ok in zip(texts, converted, strict=True) if not ok][:3]
 
 
+def _same_shape(rng: random.Random, text: str) -> str:
+    """``text`` with other leaf values: the same keys in the same order (what rows of one JSON column repeat)."""
+    def leaves(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: leaves(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [leaves(v) for v in value]
+        return rng.choice([None, True, rng.randrange(-10**6, 10**6), "other", Decimal("1.25"), [], {}])
+    return json.dumps(leaves(_JSON_DECODER.decode(text)), default=str)
+
+
+def test_a_column_of_documents_reuses_repeated_keys_exactly() -> None:
+    """One scratch state for a run of documents, as a column's values are converted: documents repeating the
+    previous one's keys (same order), the same keys in another order, nested keys shifted, empty objects,
+    declines in between. Every conversion must still be the reference's bytes."""
+    rng = random.Random(5)
+    texts: list[bytes] = []
+    for text in _documents(21, 600):
+        texts.append(text.encode())
+        for _ in range(rng.randrange(0, 4)):
+            texts.append(_same_shape(rng, text).encode())
+        if text.startswith("{") and rng.random() < 0.3:
+            value = _JSON_DECODER.decode(text)
+            texts.append(json.dumps(dict(reversed(list(value.items()))), default=str).encode())
+        if rng.random() < 0.1:
+            texts.append(rng.choice([b"{}", b"[]", b'{"a": 1, "a": 2}', b"not json", text.encode()[:-1]]))
+    ours = kernel.json_variants(texts)
+    assert ours == [kernel.json_variant(t) for t in texts]  # one state or a fresh one each: the same answers
+    for text, answer in zip(texts, ours, strict=True):
+        if answer is not None:
+            assert answer == _reference(text), text[:200]
+    assert sum(a is not None for a in ours) >= 0.9 * len(texts)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_mutated_texts_are_converted_exactly_or_left_to_python(seed: int) -> None:
     """Bytes flipped, dropped, repeated or cut off: whatever C converts must be the reference's bytes."""
     rng = random.Random(seed)
     converted = 0
+    mutated: list[bytes] = []
     for text in _documents(100 + seed, 400):
         data = bytearray(text.encode())
         for _ in range(rng.randrange(1, 4)):
@@ -158,8 +194,10 @@ def test_mutated_texts_are_converted_exactly_or_left_to_python(seed: int) -> Non
                 data[at:at] = data[at:at + rng.randrange(1, 6)]
             else:
                 del data[at:]
-        converted += _same_or_declined(bytes(data))
+        mutated.append(bytes(data))
+        converted += _same_or_declined(mutated[-1])
     assert converted > 0  # some mutations leave JSON: the comparison was made
+    assert kernel.json_variants(mutated) == [kernel.json_variant(t) for t in mutated]
 
 
 def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
