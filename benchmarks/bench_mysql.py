@@ -331,6 +331,41 @@ def spark_noop_decoding_free(path: Path, parts: int, cache_dir: Path) -> Callabl
     return run
 
 
+def spark_noop_parquet(path: Path, parts: int, cache_dir: Path) -> Callable[[], int]:
+    """Spark's own reader over the same rows: the batches of :func:`spark_noop_decoding_free`, written once as
+    ``parts`` uncompressed Parquet files in ``cache_dir`` and read by ``spark.read.parquet`` in ``parts`` tasks. It is
+    what Spark does with these rows without a Python worker (the two variant columns are read as their structs of
+    value and metadata, the same bytes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import SparkSession
+
+    arrow_path = cache_dir / f"{path.name}.batches.arrow"  # written by spark_noop_decoding_free
+    parquet_dir = cache_dir / f"{path.name}.parquet-{parts}"
+    if not parquet_dir.exists():
+        tmp = parquet_dir.with_name(parquet_dir.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        reader = pa.ipc.open_file(pa.memory_map(str(arrow_path)))
+        n = reader.num_record_batches
+        for part in range(parts):
+            batches = [reader.get_batch(i) for i in range(part * n // parts, (part + 1) * n // parts)]
+            pq.write_table(pa.Table.from_batches(batches, reader.schema), str(tmp / f"part-{part}.parquet"),
+                           compression="none")
+        tmp.rename(parquet_dir)
+    spark = SparkSession.getActiveSession()
+    assert spark is not None, "spark_noop() starts the session first"
+    where = str(parquet_dir)
+
+    def run() -> int:
+        # one task per file, as many as the Python reads have splits
+        spark.read.option("maxPartitionBytes", str(1 << 40)).parquet(where).write.format("noop").mode("overwrite") \
+            .save()
+        return -1
+
+    run()  # warm-up, not timed: the JVM compiles the Parquet reader (the other reads share spark_noop's warm-up)
+    return run
+
+
 def spark_cpu_seconds() -> float:
     """CPU seconds so far of this process, its reaped children, and the active session's JVM with its workers."""
     from pyspark.sql import SparkSession
@@ -406,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the peak-RSS comparison's second binlog has this many times the rows")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS comparison")
     parser.add_argument("--decoding-free", action="store_true",
-                        help="also time Spark over our batches decoded beforehand (Spark's own cost: the ceiling)")
+                        help="also time Spark over our batches decoded beforehand (Spark's own cost: the ceiling), and "
+                             "over the same rows as Parquet (Spark's own reader, no Python worker)")
     parser.add_argument("--shape", choices=("base", "wide", "narrow"), default="base",
                         help="base: the 8-column table with updates and deletes; wide / narrow: see the docstring")
     args = parser.parse_args(argv)
@@ -451,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
                     path, maxPartitionBytes=str(-(-path.stat().st_size // args.splits)))
             if args.decoding_free:
                 spark_runs["spark noop decoding free"] = spark_noop_decoding_free(path, splits, workdir)
+                spark_runs["spark noop parquet"] = spark_noop_parquet(path, splits, workdir)
             spark_runs["spark noop table"] = spark_noop(path, view="table", table=shape_table(args.shape))
             spark_runs["spark noop"]()  # warm-up, not timed: the Python workers start, the JVM compiles
             for _ in range(args.repeat):
@@ -509,6 +546,9 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
         "spark noop decoding free": f"the same Spark read with the decoding taken out: our batches, decoded "
                                     f"beforehand, from a memory-mapped Arrow file in {default_splits} "
                                     f"task{'s' if default_splits > 1 else ''}²",
+        "spark noop parquet": f"Spark's own reader over the same rows: `spark.read.parquet` → `noop`, "
+                              f"{default_splits} uncompressed file{'s' if default_splits > 1 else ''}, a task "
+                              f"each (no Python worker)²",
         "mariadb-binlog": "`mariadb-binlog -v --base64-output=decode-rows f > /dev/null`",
         "python-mysql-replication": "python-mysql-replication `BinLogStreamReader` (loopback, rows events)¹",
     }
