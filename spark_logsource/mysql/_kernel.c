@@ -1921,7 +1921,14 @@ static PyObject *crc32(PyObject *self, PyObject *args)
     unsigned int value = 0;
     if (!PyArg_ParseTuple(args, "y*|I:crc32", &data, &value))
         return NULL;
-    uint32_t crc = ls_crc32(value, data.buf, (size_t)data.len);
+    uint32_t crc;
+    if (data.len > 5 * 1024) { /* as zlib.crc32: other threads run meanwhile */
+        Py_BEGIN_ALLOW_THREADS
+        crc = ls_crc32(value, data.buf, (size_t)data.len);
+        Py_END_ALLOW_THREADS
+    } else {
+        crc = ls_crc32(value, data.buf, (size_t)data.len);
+    }
     PyBuffer_Release(&data);
     return PyLong_FromUnsignedLong(crc);
 }

@@ -28,7 +28,7 @@ from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, Unsupp
 from ..io.window import READ_CHUNK, Window, source_size
 from ..native import load_kernel
 from .checksum import CRC_LEN, event_crc_ok
-from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, UNKNOWN
+from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, ROWS_TYPES, TABLE_MAP, UNKNOWN
 from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
 from .header import HEADER_LEN, unpack_header
 
@@ -54,10 +54,13 @@ def _event_crc32() -> Callable[[Any], int]:
     """``zlib.crc32``, or the kernel's twin where it folds with PCLMULQDQ (about 3x faster on events of kilobytes;
     ``_native/_crc32.h``)."""
     kernel = load_kernel("spark_logsource.mysql._kernel")
-    return kernel.crc32 if kernel is not None and kernel.crc32_folds() else zlib.crc32
+    folds = getattr(kernel, "crc32_folds", None)  # None: no kernel, or one built before it had the function
+    return kernel.crc32 if folds is not None and folds() else zlib.crc32
 
 
 _crc32 = _event_crc32()
+#: The events a rows event follows: its TABLE_MAP, or the rows event before it.
+_ROWS_CONTEXT = ROWS_TYPES | {TABLE_MAP}
 
 
 @dataclass(slots=True)
@@ -349,12 +352,14 @@ class BinlogFile:
         ``pos`` < ``stop``; the caller may stop consuming at any time. After an event, the walk goes on at
         ``resume.at`` when the caller set it (it read the events up to there itself).
 
-        ``only``: yield the events of these types alone. The others are stepped over by their header, without
-        their CRC or a copy of their body, when the header frames them on its own: a plausible size and a
-        ``log_pos`` that is the event's end (what servers write in binlog files). An event whose header does not
-        (``log_pos`` 0, as in relay logs, or a damaged header) takes the checked path, so a bad region is still
-        found and yielded as a :class:`FramingError`; damage inside a body stepped over is left to the readers
-        of that event.
+        ``only``: yield the events of these types alone (and the :class:`FramingError` of every bad region). A
+        rows event that is not asked for, the bulk of a binlog's bytes, is stepped over by its header, without
+        its CRC or a copy of its body, when the header frames it on its own and sits where a rows event belongs:
+        a plausible size, a ``log_pos`` that is its end (what servers write in their binlog files), and right
+        after a TABLE_MAP or another rows event. Any other event takes the checked path: one whose ``log_pos``
+        is 0 or another server's position (relay logs), whose size or position field is damaged, or whose type
+        byte was damaged into a rows type (a DDL statement follows a GTID or a commit, not a TABLE_MAP). Damage
+        inside a body stepped over is left to the readers of that event.
         """
         pos = self.first_event_pos if start is None else start
         end = self.size if stop is None else min(stop, self.size)
@@ -370,17 +375,20 @@ class BinlogFile:
         window = self._window
         view_of: bytes = b""
         view = memoryview(view_of)
+        previous = None  # type of the event before pos, when the walk accepted it
         while pos < end:
-            if only is not None:
+            if only is not None and previous in _ROWS_CONTEXT:
                 off = pos - window.start
                 header = unpack_header(window.data, off) if 0 <= off <= len(window.data) - HEADER_LEN else \
                     self._header_at(pos)
-                if header is not None and header[1] not in only and header[1] != FORMAT_DESCRIPTION:
+                if header is not None and header[1] in ROWS_TYPES and header[1] not in only:
                     size = header[3]
                     if (HEADER_LEN + crc_len <= size <= MAX_EVENT_SIZE and pos + size <= self.size
                             and header[4] == (pos + size) & 0xFFFFFFFF):
                         pos += size
+                        previous = header[1]
                         continue
+            previous = None
             if verify:
                 # The common case without a call per check: the whole event is in the window's buffer, and it passes
                 # what _check and the CRC test below accept; anything else takes the general path (and its errors).
@@ -399,6 +407,7 @@ class BinlogFile:
                         if only is None or header[1] in only:
                             yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4],
                                               header[5], buf[off + HEADER_LEN:stop - CRC_LEN])
+                        previous = header[1]
                         pos += size
                         if resume is not None and resume.at is not None:
                             pos, resume.at = resume.at, None
@@ -414,6 +423,7 @@ class BinlogFile:
                     if only is None or header[1] in only:
                         yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4],
                                           header[5], event[HEADER_LEN:size - crc_len])
+                    previous = header[1]
                     pos += size
                     if resume is not None and resume.at is not None:
                         pos, resume.at = resume.at, None

@@ -108,8 +108,10 @@ static int var_build_metadata_sorted(tc_ctx *c);
 static int var_build_metadata(tc_ctx *c)
 {
     size_t n = c->keys.len / sizeof(tc_key);
-    if (n == 0)
-        return var_build_metadata_sorted(c); /* the empty dictionary */
+    if (n == 0) {
+        c->ids.len = c->meta.len = 0;
+        return ls_variant_metadata(&c->meta, NULL, 0, 0) ? TC_NOMEM : TC_OK; /* the empty dictionary */
+    }
     if (var_same_keys(c, n)) {
         c->ids.len = c->meta.len = 0;
         if (ls_buf_put(&c->ids, c->prev_ids.data, c->prev_ids.len) ||

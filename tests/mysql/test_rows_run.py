@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -171,14 +172,15 @@ def _damaged(run_binlog: RunBinlog, tmp_path: Path) -> tuple[Path, int]:
 
 
 @pytest.fixture(params=["folded", "zlib"])
-def crc_path(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The run walk checks CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
-    from spark_logsource.mysql import _kernel
+def crc_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The walks check CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
+    from spark_logsource.mysql import _kernel, events
 
     folds = _kernel.crc32_folds()
     if request.param == "folded" and not folds:
         pytest.skip("this processor has no PCLMULQDQ: runs check CRCs through zlib.crc32 only")
     _kernel.set_crc32_folding(request.param == "folded")
+    monkeypatch.setattr(events, "_crc32", _kernel.crc32 if request.param == "folded" else zlib.crc32)
     yield request.param
     _kernel.set_crc32_folding(folds)
 
