@@ -99,7 +99,7 @@ def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogRead
     mode = options.common.mode
     # a table's TABLE_MAP is the same bytes before each of its rows events: decoded once
     seen: dict[bytes, tuple[tuple[str, str], Layout | None]] = {}
-    # the walk steps over every other event by its header (no CRC, no body): the tasks check those
+    # the walk steps over rows events by their headers (no CRC, no body): the tasks check those
     wanted = frozenset(QUERY_TYPES) | (frozenset() if table_maps is None else {et.TABLE_MAP, et.TRANSACTION_PAYLOAD})
 
     def table_map_at(body: bytes, position: Position, table_id_size: int, path: str, offset: int) -> None:
