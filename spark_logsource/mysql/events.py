@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import logging
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
 from ..io.window import READ_CHUNK, Window, source_size
-from ..native import load_kernel
+from . import checksum
 from .checksum import CRC_LEN, event_crc_ok
 from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, ROWS_TYPES, TABLE_MAP, UNKNOWN
 from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
@@ -50,15 +50,6 @@ _FIRST_SCAN_WINDOW = 64 << 10
 _SCAN_WINDOW = 1 << 20
 
 
-def _event_crc32() -> Callable[[Any], int]:
-    """``zlib.crc32``, or the kernel's twin where it folds with PCLMULQDQ (about 3x faster on events of kilobytes;
-    ``_native/_crc32.h``)."""
-    kernel = load_kernel("spark_logsource.mysql._kernel")
-    folds = getattr(kernel, "crc32_folds", None)  # None: no kernel, or one built before it had the function
-    return kernel.crc32 if folds is not None and folds() else zlib.crc32
-
-
-_crc32 = _event_crc32()
 #: The events a rows event follows: its TABLE_MAP, or the rows event before it.
 _ROWS_CONTEXT = ROWS_TYPES | {TABLE_MAP}
 
@@ -269,7 +260,7 @@ class BinlogFile:
             chunk = stream.read(min(left, _CHUNK))
             if not chunk:
                 return False
-            crc = zlib.crc32(chunk, crc)
+            crc = checksum.crc32(chunk, crc)
             left -= len(chunk)
         return int.from_bytes(bytes(stream.read(CRC_LEN)), "little") == crc
 
@@ -402,8 +393,8 @@ class BinlogFile:
                         view_of, view = buf, memoryview(buf)
                     if (HEADER_LEN + CRC_LEN <= size <= MAX_EVENT_SIZE and stop <= len(buf)
                             and header[1] != FORMAT_DESCRIPTION
-                            and _crc32(view[off:stop - CRC_LEN]) == int.from_bytes(view[stop - CRC_LEN:stop],
-                                                                                    "little")):
+                            and checksum.crc32(view[off:stop - CRC_LEN]) == int.from_bytes(
+                                view[stop - CRC_LEN:stop], "little")):
                         if only is None or header[1] in only:
                             yield BinlogEvent(pos, pos + size, header[0], header[1], header[2], size, header[4],
                                               header[5], buf[off + HEADER_LEN:stop - CRC_LEN])

@@ -174,13 +174,13 @@ def _damaged(run_binlog: RunBinlog, tmp_path: Path) -> tuple[Path, int]:
 @pytest.fixture(params=["folded", "zlib"])
 def crc_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The walks check CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
-    from spark_logsource.mysql import _kernel, events
+    from spark_logsource.mysql import _kernel, checksum
 
     folds = _kernel.crc32_folds()
     if request.param == "folded" and not folds:
         pytest.skip("this processor has no PCLMULQDQ: runs check CRCs through zlib.crc32 only")
     _kernel.set_crc32_folding(request.param == "folded")
-    monkeypatch.setattr(events, "_crc32", _kernel.crc32 if request.param == "folded" else zlib.crc32)
+    monkeypatch.setattr(checksum, "crc32", _kernel.crc32 if request.param == "folded" else zlib.crc32)
     yield request.param
     _kernel.set_crc32_folding(folds)
 
