@@ -1859,8 +1859,6 @@ done:
     return result;
 }
 
-/* json_variant(text) -> (value, metadata) or None: the Variant of one JSON text (UTF-8 bytes) as a JSON column of
- * view=table gets it (_json_variant.h); None where the Python reference must decide (it may raise). */
 /* The (value, metadata) of one JSON text with the scratch state c, None where Python decides; NULL on error. */
 static PyObject *json_variant_with(jv_ctx *c, const Py_buffer *text)
 {
@@ -1875,6 +1873,8 @@ static PyObject *json_variant_with(jv_ctx *c, const Py_buffer *text)
     return result;
 }
 
+/* json_variant(text) -> (value, metadata) or None: the Variant of one JSON text (UTF-8 bytes) as a JSON column of
+ * view=table gets it (_json_variant.h); None where the Python reference must decide (it may raise). */
 static PyObject *json_variant(PyObject *self, PyObject *args)
 {
     Py_buffer text;
@@ -1974,12 +1974,12 @@ static PyMethodDef methods[] = {
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
      "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
     {"crc32", crc32, METH_VARARGS,
-     "crc32(data, value=0) -> int\n\nzlib.crc32(data, value), as the run walk checks events (see _crc32.h)."},
+     "crc32(data, value=0) -> int\n\nzlib.crc32(data, value), as binlog events are checked (see _crc32.h)."},
     {"crc32_folds", crc32_folds, METH_NOARGS,
-     "crc32_folds() -> bool\n\nWhether crc32 folds with PCLMULQDQ here (else runs check CRCs with zlib.crc32)."},
+     "crc32_folds() -> bool\n\nWhether crc32 folds with PCLMULQDQ here (else events are checked with zlib.crc32)."},
     {"set_crc32_folding", set_crc32_folding, METH_O,
-     "set_crc32_folding(on) -> bool\n\nFold where the processor can (True) or never (False: runs check CRCs with "
-     "zlib.crc32); returns crc32_folds()."},
+     "set_crc32_folding(on) -> bool\n\nFold where the processor can (True) or never (False: the run walk calls "
+     "zlib.crc32 back); returns crc32_folds()."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -100,10 +100,10 @@ def json_variants(texts: list[bytes]) -> list[tuple[bytes, bytes] | None]:
     converted (a document whose keys are the previous one's reuses its metadata)."""
 
 def crc32(data: bytes | memoryview, value: int = 0) -> int:
-    """``zlib.crc32(data, value)``, computed as runs of rows events check their events (``_native/_crc32.h``)."""
+    """``zlib.crc32(data, value)``, computed as binlog events are checked (``_native/_crc32.h``)."""
 
 def crc32_folds() -> bool:
-    """Whether :func:`crc32` folds with PCLMULQDQ here; else runs check CRCs through ``zlib.crc32``."""
+    """Whether :func:`crc32` folds with PCLMULQDQ here; else events are checked through ``zlib.crc32``."""
 
 def set_crc32_folding(on: bool) -> bool:
     """Fold where the processor can (True), or never (False: the ``zlib.crc32`` path); returns :func:`crc32_folds`."""
