@@ -10,7 +10,8 @@ in ``docs/formats/tarantool-typed.md``:
   a name or a 1-based ``[N]``.  Operations apply one after another, each to the result of the previous one.
 - ``=`` sets (on an array, the position just past the end appends), ``!`` inserts before the position (negative:
   -1 appends), ``#`` deletes ``count`` fields, ``+ -`` add / subtract numbers (an integer with a double is a
-  double, anything with a decimal is a decimal), ``& | ^`` are bitwise on unsigned integers, ``:`` splices a
+  double, anything with a decimal is a decimal: 38 digits rounded half up, a double taken as its ``%.15g`` text,
+  :data:`TARANTOOL_DECIMAL`), ``& | ^`` are bitwise on unsigned integers, ``:`` splices a
   string (offset counted from ``index_base``, negative from the end; length negative = up to that many bytes
   before the end).
 - UPSERT inserts its tuple when the key is absent; otherwise it applies its operations one by one, skipping any
@@ -24,16 +25,22 @@ A failing operation raises :class:`ReplayError`; callers decide what it means fo
 from __future__ import annotations
 
 import copy
+import math
 import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal, DecimalException
 from typing import Any
 
 __all__ = ["ReplayError", "TupleStore", "apply_update", "key_hash", "normalize_key"]
 
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
+#: Tarantool 2.x's decimal arithmetic: 38 digits rounded half up, adjusted exponents from -1 to 37 (below -1 the
+#: precision shrinks, so nothing smaller than 1E-38 is kept); overflow and invalid operations fail the request.
+TARANTOOL_DECIMAL = Context(prec=38, rounding=ROUND_HALF_UP, Emin=-1, Emax=37, clamp=0)
+#: Significant digits of a double taken into a decimal (``decimal_from_double``: ``printf("%.*g", DBL_DIG)``).
+_DOUBLE_DIGITS = 15
 _PATH_TOKEN = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\["((?:[^"\\]|\\.)*)"\]|\[\'((?:[^\'\\]|\\.)*)\'\]')
 
 
@@ -116,13 +123,31 @@ def _arith(op: str, old: Any, arg: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, int | float | Decimal):
             raise ReplayError(f"arithmetic on a non-number {v!r}")
     if isinstance(old, Decimal) or isinstance(arg, Decimal):
-        a, b = Decimal(repr(old)) if isinstance(old, float) else Decimal(old), \
-            Decimal(repr(arg)) if isinstance(arg, float) else Decimal(arg)
-        return a + b if op == "+" else a - b
+        ctx = TARANTOOL_DECIMAL.copy()  # a Context's flags are state: one per operation, shared by no thread
+        try:
+            a, b = _as_decimal(old, ctx), _as_decimal(arg, ctx)
+            result = ctx.add(a, b) if op == "+" else ctx.subtract(a, b)
+        except DecimalException as exc:
+            raise ReplayError(f"decimal overflow or invalid operation in {op!r}: {type(exc).__name__}") from None
+        if not result.is_finite():
+            raise ReplayError(f"decimal operation {op!r} gave {result}")
+        return result
     result = old + arg if op == "+" else old - arg
     if isinstance(result, int) and not _I64_MIN <= result < _U64:
         raise ReplayError("integer overflow")
     return result
+
+
+def _as_decimal(value: int | float | Decimal, ctx: Context) -> Decimal:
+    """An operand as Tarantool takes it into decimal arithmetic: a double through its 15 significant digits, an
+    integer exactly, a decimal as stored (Decimal's own arithmetic would round in the thread's 28-digit context)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ReplayError(f"{value!r} is not a number convertible to decimal")
+        return ctx.create_decimal(format(value, f".{_DOUBLE_DIGITS}g"))
+    if isinstance(value, int):
+        return Decimal(value)  # exact for any size: no context involved
+    return value
 
 
 def _bitwise(op: str, old: Any, arg: Any) -> int:

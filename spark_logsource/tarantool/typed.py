@@ -3,7 +3,7 @@
 | field type | column | a value that does not fit |
 |---|---|---|
 | unsigned, integer | long | outside the signed 64-bit range |
-| number, double | double | not a number (an integer is converted; decimals are not) |
+| number, double | double | not a number, a decimal, or an integer no double equals (beyond 2^53, low bits set) |
 | string | string | not a string |
 | boolean | boolean | not a boolean |
 | varbinary | binary | not binary (a string is taken as its UTF-8 bytes) |
@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Callable, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -34,9 +34,12 @@ __all__ = ["VARIANT", "FieldTypeError", "arrow_type", "column_fields", "convert"
            "union_columns", "view_schema"]
 
 DECIMAL_TYPE = pa.decimal128(38, 18)
-_DECIMAL_QUANTUM = Decimal(1).scaleb(-18)
-_DECIMAL_LIMIT = Decimal(10) ** 20
+_DECIMAL_SCALE = 18
+_DECIMAL_DIGITS = 38
+#: Bound of the unscaled integer of a decimal(38,18) cell (38 digits).
+_DECIMAL_UNSCALED_LIMIT = 10**_DECIMAL_DIGITS
 _I64 = (-(1 << 63), (1 << 63) - 1)
+_DOUBLE_MANTISSA_BITS = 53
 #: Marker type of a variant column.
 VARIANT = "variant"
 
@@ -107,7 +110,14 @@ def _to_double(value: Any) -> float:
     if type(value) is float:
         return value
     if type(value) is not int:
+        if isinstance(value, Decimal):
+            raise FieldTypeError(f"{value} is a decimal, which a double column does not take")
         raise FieldTypeError("not a number")
+    # float() rounds an integer beyond 2^53 to a neighbour: only integers a double holds exactly are converted
+    magnitude = abs(value)
+    if magnitude >> _DOUBLE_MANTISSA_BITS and (magnitude >> ((magnitude & -magnitude).bit_length() - 1)
+                                               ).bit_length() > _DOUBLE_MANTISSA_BITS:
+        raise FieldTypeError(f"{value} has no exact double")
     return float(value)
 
 
@@ -135,16 +145,44 @@ def _to_binary(value: Any) -> bytes:
     return value
 
 
+def decimal_cell(value: Decimal) -> Decimal | None:
+    """``value`` at scale 18 when decimal(38,18) holds it exactly, else None.
+
+    Integer arithmetic on the digits and exponent only: Decimal arithmetic (``quantize``, ``abs``, ``scaleb``)
+    rounds to the thread's context, 28 digits by default, which a 38-digit value exceeds.  Trailing zeros beyond
+    scale 18 are dropped (``0.1000000000000000000000`` fits), a negative exponent is expanded (``1E+5``), and the
+    sign of a zero is not kept (Arrow's decimal has no -0).
+    """
+    if not value.is_finite():
+        return None
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    coefficient = int("".join(map(str, digits)))
+    if coefficient == 0:
+        return Decimal((0, (0,), -_DECIMAL_SCALE))
+    shift = exponent + _DECIMAL_SCALE
+    if shift >= 0:
+        if len(digits) + shift > _DECIMAL_DIGITS:  # decided before 10**shift is built (an exponent may be huge)
+            return None
+        unscaled = coefficient * 10**shift
+    else:
+        if -shift > len(digits):  # fewer digits than the fraction digits to drop: some are non-zero
+            return None
+        unscaled, rest = divmod(coefficient, 10**-shift)
+        if rest:
+            return None
+    if unscaled >= _DECIMAL_UNSCALED_LIMIT:
+        return None
+    return Decimal((sign, tuple(map(int, str(unscaled))), -_DECIMAL_SCALE))
+
+
 def _to_decimal(value: Any) -> Decimal:
     if not isinstance(value, Decimal):
         raise FieldTypeError("not a decimal")
-    try:
-        exact = value.is_finite() and abs(value) < _DECIMAL_LIMIT and value == value.quantize(_DECIMAL_QUANTUM)
-    except InvalidOperation:
-        exact = False
-    if not exact:
+    cell = decimal_cell(value)
+    if cell is None:
         raise FieldTypeError(f"{value} does not fit decimal(38,18) exactly")
-    return value
+    return cell
 
 
 def _to_uuid(value: Any) -> str:

@@ -8,11 +8,41 @@ from __future__ import annotations
 import math
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from spark_logsource.variant import decode_variant
 
 _VARIANT_TYPES = frozenset({"any", "scalar", "map", "array", "interval"})
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_DOUBLE_MANTISSA_BITS = 53
+
+
+def fits(value: Any, field_type: str) -> bool:
+    """Whether Tarantool's ``value`` of a ``field_type`` field has a typed cell (the doc's "does not fit" rules).
+
+    Exact arithmetic only (integers and fractions), so the rule is restated without the reader's conversions:
+    an integer in a double column must be a double exactly, a decimal in decimal(38,18) must be a whole number of
+    10^-18 below 10^20 in magnitude.
+    """
+    if value is None or field_type in _VARIANT_TYPES:
+        return True
+    if field_type in ("unsigned", "integer"):
+        return type(value) is int and _INT64[0] <= value <= _INT64[1]
+    if field_type in ("number", "double"):
+        if isinstance(value, float):
+            return True
+        if type(value) is not int:
+            return False
+        magnitude = abs(value)
+        odd = magnitude >> ((magnitude & -magnitude).bit_length() - 1) if magnitude else 0
+        return odd.bit_length() <= _DOUBLE_MANTISSA_BITS  # an odd mantissa of at most 53 bits times 2^k
+    if field_type == "decimal":
+        if not isinstance(value, Decimal) or not value.is_finite():
+            return False
+        exact = Fraction(value)
+        return (exact * 10**18).denominator == 1 and abs(exact) < 10**20
+    return True
 
 
 def plain_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +62,14 @@ def same_cell(ours: Any, tarantool: Any, field_type: str) -> bool:
     if field_type in ("unsigned", "integer"):
         return type(ours) is int and ours == tarantool
     if field_type in ("number", "double"):
-        return isinstance(ours, float) and (ours == float(tarantool) or (math.isnan(ours) and math.isnan(tarantool)))
+        if not isinstance(ours, float):
+            return False
+        if isinstance(tarantool, float) and not math.isfinite(tarantool):
+            return math.isnan(ours) if math.isnan(tarantool) else ours == tarantool
+        if not math.isfinite(ours):
+            return False
+        # the same value, and the same sign for a zero (-0.0 == 0.0 in Python)
+        return Fraction(ours) == Fraction(tarantool) and math.copysign(1.0, ours) == math.copysign(1.0, tarantool)
     if field_type == "decimal":
         return isinstance(ours, Decimal) and ours == tarantool
     if field_type == "uuid":
