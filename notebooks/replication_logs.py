@@ -8,10 +8,18 @@
 # MAGIC
 # MAGIC Sections: what changed (raw rows) · the change rate over time, per space and per table (a plot) ·
 # MAGIC damaged files. The typed views (a space's fields as columns, a space's state) are in `typed_spaces`.
+# MAGIC
+# MAGIC **Install.** spark-logsource is not on a package index: build its wheel from the repository with the
+# MAGIC cluster's Python (3.12 on Spark 4 runtimes): `pip wheel --no-deps -w dist .`, upload
+# MAGIC `dist/spark_logsource-0.1.0-cp312-cp312-linux_x86_64.whl` to a Unity Catalog Volume, and put its path in the
+# MAGIC next cell (`/Volumes/<catalog>/<schema>/<volume>/...`; here catalog `main`, schema `default`, volume `libs`).
+# MAGIC Install it without the `[spark]` extra: that would replace the runtime's own pyspark. In Jupyter, skip the
+# MAGIC cell and run `pip install -e '.[notebooks]'` in the repository instead. The README's "Databricks" section has
+# MAGIC the details.
 
 # COMMAND ----------
 
-# MAGIC %pip install spark-logsource matplotlib
+# MAGIC %pip install /Volumes/main/default/libs/spark_logsource-0.1.0-cp312-cp312-linux_x86_64.whl
 
 # COMMAND ----------
 
@@ -74,16 +82,23 @@ display(spark.sql("""
 # COMMAND ----------
 
 # MAGIC %md ## MySQL / MariaDB: row changes per table, with the statement that made them
+# MAGIC `includeQuery=true` puts each row's statement (MariaDB's ANNOTATE_ROWS event, written with
+# MAGIC `binlog_annotate_row_events`, the default) in the `query` column. Row images are Variant objects keyed by
+# MAGIC column name: `variant_get(before, '$.qty', 'int')`.
 
 # COMMAND ----------
 
-changes = spark.read.format("mysql-binlog").load(os.path.join(MYSQL, "full-image.000001"))
+changes = (spark.read.format("mysql-binlog").option("includeQuery", "true")
+           .load(os.path.join(MYSQL, "full-image.000001")))
 changes.createOrReplaceTempView("changes")
 display(changes.groupBy("database", "table", "op").count().orderBy("database", "table", "op"))
+# The order updates: one statement changed qty and note of every fourth order, in one transaction (one gtid).
 display(spark.sql("""
-    SELECT timestamp, gtid, variant_get(before, '$.status', 'string') AS old_status,
-           variant_get(after, '$.status', 'string') AS new_status, query
-    FROM changes WHERE `table` = 'orders' AND op = 'update'
+    SELECT timestamp, gtid, variant_get(before, '$.id', 'int') AS id,
+           variant_get(before, '$.qty', 'int') AS qty_before, variant_get(after, '$.qty', 'int') AS qty_after,
+           variant_get(before, '$.note', 'string') AS note_before, variant_get(after, '$.note', 'string') AS note_after,
+           query
+    FROM changes WHERE `table` = 'orders' AND op = 'update' ORDER BY id
 """))
 
 # COMMAND ----------
@@ -119,11 +134,13 @@ tarantool_changes = (spark.read.format("tarantool-xlog").load(typed_dir)
                      .join(space_names, "space_id"))
 mysql_changes = changes.withColumn("table_name", F.concat_ws(".", "database", "table"))
 
+rates = {}  # title -> the plotted table of changes per bucket
 fig, axes = plt.subplots(2, 1, figsize=(10, 7))
 for ax, (title, df, series) in zip(axes, [("Tarantool changes per space", tarantool_changes, "space"),
                                           ("MySQL row changes per table", mysql_changes, "table_name")],
                                      strict=True):
     rate, bucket = change_rate(df, series)
+    rates[title] = rate
     label = "time (UTC)"
     if bucket < 1_000_000:  # a sub-second burst: seconds since its start read better than clock times
         start = rate.index[0]

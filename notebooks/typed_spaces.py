@@ -6,10 +6,18 @@
 # MAGIC from the space's format, as it was at each row's place in the log); `view=state` rebuilds the space's content
 # MAGIC as of an LSN from the last snapshot and the xlogs after it, replaying UPDATE / UPSERT / DELETE the way
 # MAGIC Tarantool does. Runs as is on the repository's `samples/`; on a cluster point `SAMPLES` at your own logs.
+# MAGIC
+# MAGIC **Install.** spark-logsource is not on a package index: build its wheel from the repository with the
+# MAGIC cluster's Python (3.12 on Spark 4 runtimes): `pip wheel --no-deps -w dist .`, upload
+# MAGIC `dist/spark_logsource-0.1.0-cp312-cp312-linux_x86_64.whl` to a Unity Catalog Volume, and put its path in the
+# MAGIC next cell (`/Volumes/<catalog>/<schema>/<volume>/...`; here catalog `main`, schema `default`, volume `libs`).
+# MAGIC Install it without the `[spark]` extra: that would replace the runtime's own pyspark. In Jupyter, skip the
+# MAGIC cell and run `pip install -e '.[notebooks]'` in the repository instead. The README's "Databricks" section has
+# MAGIC the details.
 
 # COMMAND ----------
 
-# MAGIC %pip install spark-logsource matplotlib
+# MAGIC %pip install /Volumes/main/default/libs/spark_logsource-0.1.0-cp312-cp312-linux_x86_64.whl
 
 # COMMAND ----------
 
@@ -66,13 +74,28 @@ display(spark.sql("""
 
 # MAGIC %md
 # MAGIC The space's format changed in the middle of the log (`users:format(...)` added `email`): the schema is the
-# MAGIC union of the formats, and rows written before the change have `email` null. The UPDATE operations keep
-# MAGIC their own shape (`[op, field, args...]`) in the `ops` variant.
+# MAGIC union of the formats, and tuples written before the change have `email` null. The change itself is a row of
+# MAGIC Tarantool's `_space` system space (id 280) whose key is the space's id: its LSN is found in the raw log.
 
 # COMMAND ----------
 
+users_id = (spark.read.format("tarantool-xlog").option("view", "state").option("space", "_space").load(WAL_DIR)
+            .where("name = 'users'").first()["id"])
+format_change_lsn = (spark.read.format("tarantool-xlog").load(WAL_DIR)
+                     .where(f"""file_type = 'XLOG' AND space_id = 280 AND
+                              coalesce(variant_get(key, '$[0]', 'int'), variant_get(tuple, '$[0]', 'int')) = {users_id}""")
+                     .agg(F.max("lsn")).first()[0])
+print(f"users is space {users_id}; its format changed at LSN {format_change_lsn}")
+display(spark.sql(f"""
+    SELECT lsn, op, id, name, email, lsn > {format_change_lsn} AS after_format_change
+    FROM users_changes WHERE op IN ('INSERT', 'REPLACE', 'UPSERT') ORDER BY lsn
+"""))
+
+# COMMAND ----------
+
+# UPDATE and UPSERT operations keep their own shape ([op, field, args...]; fields by number or by name) in `ops`.
 display(spark.sql("""
-    SELECT lsn, op, id, email, to_json(ops) AS ops
+    SELECT lsn, op, id, to_json(ops) AS ops
     FROM users_changes WHERE op IN ('UPDATE', 'UPSERT') ORDER BY lsn
 """))
 
@@ -80,7 +103,8 @@ display(spark.sql("""
 
 # MAGIC %md ## The state of a space
 # MAGIC `view=state`: the rows of `users` as `box.space.users:select()` returned them at the end of the log, and as
-# MAGIC of an earlier LSN (`asOfLsn`). The replay runs in the Spark tasks, split by primary key (`statePartitions`).
+# MAGIC of an earlier LSN (`asOfLsn`: here just before the format change, so without `email`). The replay runs in
+# MAGIC the Spark tasks, split by primary key (`statePartitions`).
 
 # COMMAND ----------
 
@@ -88,41 +112,42 @@ state_now = (spark.read.format("tarantool-xlog").option("view", "state").option(
              .option("statePartitions", "4").load(WAL_DIR))
 display(state_now.orderBy("id"))
 
-format_change_lsn = users.where("email IS NOT NULL").agg(F.min("lsn")).first()[0]
 state_before = (spark.read.format("tarantool-xlog").option("view", "state").option("space", "users")
                 .option("asOfLsn", str(format_change_lsn - 1)).load(WAL_DIR))
 display(state_before.orderBy("id"))
 
 # COMMAND ----------
 
-# What changed between the two LSNs, key by key.
-before = state_before.select("id", F.col("name").alias("name_before"), F.col("age").alias("age_before"))
-after = state_now.select("id", F.col("name").alias("name_now"), F.col("age").alias("age_now"), "email")
+# What changed between the two LSNs, key by key (the fields both formats have).
+common = [c for c in state_before.columns if c in state_now.columns and c not in ("id", "_corrupt_record")]
+before = state_before.select("id", *[F.col(c).alias(f"{c}_before") for c in common], F.lit(True).alias("was"))
+after = state_now.select("id", *[F.col(c).alias(f"{c}_now") for c in common], "email", F.lit(True).alias("is"))
+differs = F.lit(False)
+for c in common:  # Variant values compare by their JSON text
+    is_variant = state_now.schema[c].dataType.typeName() == "variant"
+    was, now = (F.to_json(F.col(f"{c}_{s}")) if is_variant else F.col(f"{c}_{s}") for s in ("before", "now"))
+    differs = differs | ~was.eqNullSafe(now)
 diff = before.join(after, "id", "full_outer").withColumn(
-    "change", F.when(F.col("name_before").isNull(), "inserted").when(F.col("name_now").isNull(), "deleted")
-    .when((F.col("name_before") != F.col("name_now")) | ~F.col("age_before").eqNullSafe(F.col("age_now")), "updated")
-    .otherwise("same"))
+    "change", F.when(F.col("was").isNull(), "inserted").when(F.col("is").isNull(), "deleted")
+    .when(differs, "updated").otherwise("same")).select(
+    "id", "change", "name_before", "name_now", "age_before", "age_now", "email")
 display(diff.orderBy("id"))
 
 # COMMAND ----------
 
 # MAGIC %md ## A typed MySQL table
 # MAGIC `view=table` gives a binlog table its own typed columns (`before_*` / `after_*`), from the table map and
-# MAGIC the binlog's column metadata. The cell is skipped, with a message, by versions that do not have it yet.
+# MAGIC the binlog's column metadata, in the Debezium envelope (`op` c/u/d, `before`, `after`, `source`).
 
 # COMMAND ----------
 
-try:
-    orders = (spark.read.format("mysql-binlog").option("view", "table").option("table", "shop.orders")
-              .load(os.path.join(MYSQL, "full-image.000001")))
-    orders.printSchema()
-    display(orders.limit(20))
-except Exception as exc:  # the option is rejected at load() by versions without view=table
-    message = str(exc).strip().splitlines()
-    if not any("view" in line or "table" in line for line in message):
-        raise
-    reason = next((line for line in reversed(message) if "Error" in line and "view" in line), message[-1])
-    print("Skipped: view=table is not available for mysql-binlog in this spark-logsource version:", reason[:300])
+orders = (spark.read.format("mysql-binlog").option("view", "table").option("table", "shop.orders")
+          .load(os.path.join(MYSQL, "full-image.000001")))
+orders.printSchema()
+display(orders.groupBy("op").count().orderBy("op"))
+display(orders.where("op = 'u'").selectExpr("after.id", "before.qty AS qty_before", "after.qty AS qty_after",
+                                            "before.note AS note_before", "after.note AS note_after", "source.gtid")
+        .orderBy("id"))
 
 # COMMAND ----------
 

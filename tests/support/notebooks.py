@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.oracle.mariadb_binlog import run_oracle
+from tests.support.oracle.mariadb_events import run_mariadb_binlog
+from tests.support.oracle.tarantool_xlog import dump_file, expected_row
+
 HEADER = "# Databricks notebook source"
 SEPARATOR = "# COMMAND ----------"
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -83,6 +87,63 @@ def parse_ipynb(text: str) -> list[Cell]:
         else:
             cells.append(Cell("code", body))
     return cells
+
+
+# -- what the databases' own readers say about the samples (the notebooks' cells are checked against these) ------
+def tarantool_rows(wal_dir: Path, suffix: str = ".xlog") -> list[dict[str, Any]]:
+    """Every row of the ``suffix`` files of ``wal_dir`` as Tarantool's ``xlog.pairs()`` reads them: our columns'
+    expected values (``lsn``, ``type``, ``space_id``, ``tsn``, ``tuple``, ``key``, ``ops``, ``timestamp`` in
+    microseconds, ...) plus ``file``."""
+    rows = []
+    for path in sorted(wal_dir.glob(f"*{suffix}")):
+        dump = dump_file(path)
+        assert dump.error is None, f"xlog.pairs() stopped in {path}: {dump.error}"
+        rows += [{**expected_row(row).columns, "file": str(path)} for row in dump.rows]
+    return rows
+
+
+def mariadb_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row change of a binlog as ``mariadb-binlog -vv`` prints it: ``db``, ``table``, ``op`` and the printed
+    ``before`` / ``after`` values by column number (``"@1"``: the text, None for NULL; strings keep their quotes)."""
+    out = []
+    for key in sorted(run_oracle_cached(path)):
+        row = run_oracle_cached(path)[key]
+        out.append({"db": row.db, "table": row.table, "op": row.op,
+                    "before": {k: None if v.is_null else v.text for k, v in row.before.items()},
+                    "after": {k: None if v.is_null else v.text for k, v in row.after.items()}})
+    return out
+
+
+_ORACLE_CACHE: dict[Path, Any] = {}
+
+
+def run_oracle_cached(path: Path) -> Any:
+    """:func:`run_oracle`, once per file for the test session."""
+    if path not in _ORACLE_CACHE:
+        _ORACLE_CACHE[path] = run_oracle(path)
+    return _ORACLE_CACHE[path]
+
+
+def mariadb_statements(path: Path) -> list[str]:
+    """The statements mariadb-binlog prints for the ANNOTATE_ROWS events (``#Q>`` lines), in log order."""
+    run = run_mariadb_binlog(path)
+    assert run.returncode == 0, run.stderr
+    return [line[len("#Q> "):] for event in run.events for line in event.lines if line.startswith("#Q> ")]
+
+
+def mariadb_event_positions(path: Path) -> list[int]:
+    """The start position of every event of a binlog, as mariadb-binlog prints them (``# at N``)."""
+    run = run_mariadb_binlog(path)
+    assert run.returncode == 0, run.stderr
+    return [event.pos for event in run.events]
+
+
+def unquote(text: str | None) -> str | None:
+    """A string value as mariadb-binlog prints it (``'note 3'``) → the string."""
+    if text is None:
+        return None
+    assert text.startswith("'") and text.endswith("'"), text
+    return text[1:-1]
 
 
 def main() -> int:
