@@ -6,11 +6,18 @@ reference implementations) are optional: without a C compiler the package instal
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 HERE = Path(__file__).resolve().parent
+#: The one place the version is written is the package (``spark_logsource.__version__``); read, not imported
+#: (importing the package needs pyarrow, which a build may not have yet).
+VERSION = re.search(r'^__version__ = "([^"]+)"$', (HERE / "spark_logsource" / "__init__.py").read_text(),
+                    re.MULTILINE).group(1)
 
 
 
@@ -38,9 +45,27 @@ kernels = [
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 
+
+class BuildKernels(build_ext):
+    """Build every kernel it can; where one cannot be compiled (no C compiler on PATH, as on a cluster node
+    installing an sdist), say so once, for all of them, and install the package to run in pure Python."""
+
+    def build_extensions(self) -> None:
+        self.check_extensions_list(self.extensions)
+        failed = []
+        for ext in self.extensions:
+            try:
+                self.build_extension(ext)
+            except (CCompilerError, ExecError, PlatformError) as exc:
+                failed.append(f"{ext.name}: {exc}")
+        if failed:
+            self.warn("spark-logsource: the C kernels were not built (" + "; ".join(failed) + "); the package "
+                      "decodes in pure Python, several times slower. Install a C compiler and the Python headers "
+                      "and reinstall, or install the wheel built for this Python (README: Databricks).")
+
 setup(
     name="spark-logsource",
-    version="0.1.0",
+    version=VERSION,
     description="Databases' replication logs (Tarantool xlog/snap, MySQL/MariaDB binlog) as Spark DataFrames",
     long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
     long_description_content_type="text/markdown",
@@ -50,6 +75,7 @@ setup(
     py_modules=["pyspark_tarantool_xlog", "pyspark_mysql_binlog", "pyspark_memcached_tap", "pyspark_yugabyte_wal",
                 "pyspark_tarantool_replication", "pyspark_mysql_replication"],
     ext_modules=kernels,
+    cmdclass={"build_ext": BuildKernels},
     package_data={"spark_logsource.tarantool": ["_kernel.pyi", "_frames.pyi"], "spark_logsource.mysql": ["_kernel.pyi"],
                   "spark_logsource.memcached": ["_kernel.pyi"]},
     install_requires=[
@@ -72,7 +98,11 @@ setup(
         "cli": ["pyyaml>=6", "tqdm>=4.60"],
         "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.2,<3", "pyyaml>=6",
                  "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28",
-                 "matplotlib>=3.7"],  # tests/notebooks runs the notebooks, which draw their plots with it
+                 "matplotlib>=3.7",  # tests/notebooks runs the notebooks, which draw their plots with it
+                 # tests/deploy runs a Spark Connect session (remote("local[2]")): its client needs grpcio & co.
+                 "pyspark[connect]>=4.0",
+                 # tests/core/test_install.py builds the wheel and the sdist offline (no build isolation)
+                 "setuptools>=68", "wheel>=0.40"],
         # notebooks/: the change-rate plot is drawn with matplotlib (on Databricks it is preinstalled)
         "notebooks": ["pyspark>=4.0", "pandas>=2.2,<3", "matplotlib>=3.7"],
         "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],

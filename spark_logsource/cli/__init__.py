@@ -19,8 +19,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from spark_logsource import __version__
 from spark_logsource.cli import cat, follow, sql
-from spark_logsource.errors import LogSourceError
+from spark_logsource.errors import CorruptDataError, LogSourceError
 from spark_logsource.registry import format_names
 
 __all__ = ["build_parser", "main"]
@@ -31,16 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-logsource", description=__doc__,
                                      epilog=f"formats: {', '.join(format_names())}",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
-    cat.add_parser(sub)
-    follow.add_parser(sub)
-    sql.add_parser(sub)
+    for command in (cat, follow, sql):
+        # -v after the subcommand too; SUPPRESS keeps a -v given before it
+        command.add_parser(sub).add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                             help="log at INFO level on stderr")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line; 0 on success, 2 for an error of ours (printed on stderr, without a traceback)."""
+    """Run one command line; 0 on success, 1 for bad data (``cat`` reports every bad region, ``--mode failfast``
+    the first), 2 for any other error of ours (a bad option, a missing file, a SQL error): one line on stderr,
+    without a traceback."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -48,4 +53,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except LogSourceError as exc:
         print(f"spark-logsource: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, CorruptDataError) else 2

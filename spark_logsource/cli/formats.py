@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import posixpath
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 SNIFF_BYTES = 16
 #: Files looked at under the paths before giving up on sniffing (a directory may hold other files first).
 SNIFF_MAX_FILES = 50
+#: The environment variable holding a live server's password (unlike ``--option password=``, not shown by ``ps``).
+PASSWORD_ENV = "SPARK_LOGSOURCE_PASSWORD"
 
 
 def registered_formats() -> list[type[LogFormat]]:
@@ -122,8 +126,63 @@ def option_pairs(pairs: Sequence[str]) -> dict[str, str]:
         name, sep, value = kv.partition("=")
         if not sep or not name:
             raise OptionError("--option", f"expected NAME=VALUE, got {kv!r}")
+        if name.lower() == "password":
+            warn_password_on_command_line()
         options[name] = value
     return options
+
+
+# --- passwords ----------------------------------------------------------------------------------------------------
+_warned_about_password: list[bool] = []
+
+
+def warn_password_on_command_line() -> None:
+    """Warn, once per run, that a password given as an argument is visible to other users of the machine."""
+    if not _warned_about_password:
+        _warned_about_password.append(True)
+        log.warning("a password given with --option is visible to other users (ps, shell history): use "
+                    "--password-stdin or the %s environment variable", PASSWORD_ENV)
+
+
+def add_password_flags(parser: argparse.ArgumentParser) -> None:
+    """``--password-stdin`` (the other way, ``SPARK_LOGSOURCE_PASSWORD``, needs no flag)."""
+    parser.add_argument("--password-stdin", action="store_true",
+                        help=f"read the live server's password from the first line of stdin (or set {PASSWORD_ENV})")
+
+
+def given_password(args: argparse.Namespace) -> str | None:
+    """The password of ``--password-stdin`` (read once), else of ``SPARK_LOGSOURCE_PASSWORD``, else None."""
+    if getattr(args, "password_stdin", False):
+        if not hasattr(args, "_stdin_password"):
+            line = sys.stdin.readline()
+            if not line:
+                raise OptionError("--password-stdin", "stdin is empty: expected the password on its first line")
+            args._stdin_password = line.rstrip("\r\n")
+        return str(args._stdin_password)
+    return os.environ.get(PASSWORD_ENV)
+
+
+def takes_password(uri: str) -> bool:
+    """Whether the server URI names a user whose password is not in it (``scheme://cdc@db1:3306``)."""
+    _, sep, rest = uri.partition("://")
+    userinfo, at, _ = rest.partition("/")[0].rpartition("@")
+    return bool(sep and at and userinfo and ":" not in userinfo)
+
+
+def add_password(options: dict[str, Any], uri: str, args: argparse.Namespace) -> None:
+    """Give the live server ``uri`` the password of ``--password-stdin`` or ``SPARK_LOGSOURCE_PASSWORD``, unless
+    ``options`` has one (``--option password=``)."""
+    if any(name.lower() == "password" for name in options):
+        return
+    stdin = getattr(args, "password_stdin", False)
+    if not takes_password(uri):
+        if stdin:
+            raise OptionError("--password-stdin", "the server URI names no user (scheme://user@host:port) or "
+                                                  "already holds a password")
+        return
+    password = given_password(args)
+    if password is not None:
+        options["password"] = password
 
 
 # --- picking a format ---------------------------------------------------------------------------------------------
@@ -183,6 +242,9 @@ def reader_options(cls: type[LogFormat], targets: Sequence[str], args: argparse.
         if len(targets) > 1:
             raise OptionError("uri", f"a live server is read alone, got {len(targets)} targets")
         options["uri"] = live[0]
+        add_password(options, live[0], args)
     else:
+        if getattr(args, "password_stdin", False):
+            raise OptionError("--password-stdin", "applies to a live server (scheme://user@host:port), not to files")
         options["paths"] = list(targets)
     return options

@@ -2,7 +2,11 @@
 
 Columns a format fills with JSON text (its ``json_text_columns``, under its ``text_options``) are written as
 nested JSON, exactly as the reader made them; variant columns (when an ``--option`` asks for them) are decoded;
-other values as JSON data (timestamps as ISO 8601 text, bytes as base64, decimals as strings).
+other values as JSON data (timestamps as ISO 8601 text, bytes as base64, decimals as strings in plain notation).
+
+Numbers are never routed through a float: a JSON-text column's numbers keep the text the reader wrote (YAML prints
+that text), and a variant's decimals stay :class:`decimal.Decimal` (JSON prints their digits). A DECIMAL(38,6)
+prints all its digits, as ``mysqlbinlog`` prints it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any
@@ -17,12 +22,64 @@ from typing import IO, Any
 import pyarrow as pa
 
 from spark_logsource.arrowcols import variant_type
-from spark_logsource.jsontext import datetime_text
+from spark_logsource.errors import LogSourceError
+from spark_logsource.jsontext import JsonEncodeError, datetime_text, to_json
 from spark_logsource.logformat import LogFormat
 from spark_logsource.variant import decode_variant
 
 #: Renderings of Arrow batches (``cat --format``, ``follow --output``).
 BATCH_FORMATS = ("json", "yaml")
+#: What to install when a library of the ``cli`` extra is missing.
+CLI_EXTRA = "pip install 'spark-logsource[cli]'"
+
+
+class JsonNumber(str):
+    """A number of JSON text, kept as the text written (a DECIMAL's every digit, a double's shortest repr)."""
+
+    __slots__ = ()
+
+
+def parse_json_text(text: str) -> Any:
+    """JSON text as Python data; its non-integer numbers as :class:`JsonNumber` (integers are exact anyway)."""
+    return json.loads(text, parse_float=JsonNumber)
+
+
+def require_output_format(fmt: str) -> None:
+    """Fail before reading anything when ``fmt`` needs a library that is not installed (the ``cli`` extra)."""
+    if fmt != "yaml":
+        return
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        raise LogSourceError(f"YAML output needs PyYAML, which is not installed: {CLI_EXTRA}") from None
+
+
+def _yaml_number(text: str) -> str:
+    """``text`` as a YAML 1.1 float that PyYAML reads back as a number: a mantissa without a dot gets ``.0``
+    and an exponent its sign (``1e-05`` → ``1.0e-05``, as PyYAML writes floats itself); the value is unchanged."""
+    mantissa, e, exponent = text.replace("E", "e").partition("e")
+    if not e:
+        return text if "." in text else text + ".0"
+    if "." not in mantissa:
+        mantissa += ".0"
+    if exponent[:1] not in ("-", "+"):
+        exponent = "+" + exponent
+    return f"{mantissa}e{exponent}"
+
+
+@functools.cache
+def _yaml_dumper() -> Any:
+    """PyYAML's SafeDumper, writing a :class:`JsonNumber` as a number, digit for digit."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def number(dumper: Any, value: JsonNumber) -> Any:
+        return dumper.represent_scalar("tag:yaml.org,2002:float", _yaml_number(str(value)))
+
+    Dumper.add_representer(JsonNumber, number)
+    return Dumper
 
 
 def json_columns(cls: type[LogFormat], schema: pa.Schema) -> frozenset[str]:
@@ -40,7 +97,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        return format(value, "f") if value.is_finite() else str(value)  # plain notation, as mysqlbinlog prints
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -77,7 +134,7 @@ def iter_records(batches: Iterable[pa.RecordBatch], json_cols: frozenset[str]) -
     """Rows as plain dicts; the JSON-text columns are parsed so they nest in the output (YAML)."""
     for batch in batches:
         for row in _rows(batch):
-            yield {k: (json.loads(v) if k in json_cols and v is not None else plain(v)) for k, v in row.items()}
+            yield {k: (parse_json_text(v) if k in json_cols and v is not None else plain(v)) for k, v in row.items()}
 
 
 def write_batch(out: IO[str], batch: pa.RecordBatch, fmt: str, json_cols: frozenset[str]) -> None:
@@ -85,8 +142,9 @@ def write_batch(out: IO[str], batch: pa.RecordBatch, fmt: str, json_cols: frozen
     if fmt == "yaml":
         import yaml
 
+        dumper = _yaml_dumper()
         for record in iter_records((batch,), json_cols):
-            out.write(yaml.safe_dump(record, explicit_start=True, sort_keys=False, allow_unicode=True))
+            out.write(yaml.dump(record, Dumper=dumper, explicit_start=True, sort_keys=False, allow_unicode=True))
     elif fmt == "json":
         for row in _rows(batch):
             out.write(json_line(row, json_cols))
@@ -95,12 +153,23 @@ def write_batch(out: IO[str], batch: pa.RecordBatch, fmt: str, json_cols: frozen
         raise ValueError(f"unknown output format {fmt!r}; expected one of {BATCH_FORMATS}")
 
 
+def json_text(value: Any) -> str:
+    """Compact JSON of a result value: decimals as exact numbers (:func:`~spark_logsource.jsontext.to_json`);
+    a type JSON has no rendering for as its text."""
+    try:
+        return to_json(value)
+    except JsonEncodeError:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def table_cell(value: Any) -> str:
     """One cell of the tab-separated table: NULL, nested values as JSON, the rest as text."""
     if value is None:
         return "NULL"
     if isinstance(value, dict | list):
-        return json.dumps(value, default=str)
+        return json_text(value)
+    if isinstance(value, decimal.Decimal):
+        return plain(value)
     return str(value)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from spark_logsource.cli.output import plain, write_table
+from spark_logsource.cli.formats import add_password, add_password_flags, uri_scheme, warn_password_on_command_line
+from spark_logsource.cli.output import json_text, plain, write_table
+from spark_logsource.errors import OptionError
 from spark_logsource.registry import format_class
+from spark_logsource.variant import decode_variant
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -22,13 +24,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=["table", "json"], default="table")
     sql.add_argument("--pushdown", action=argparse.BooleanOptionalAction, default=True,
                      help="spark.sql.python.filterPushdown.enabled")
+    add_password_flags(sql)
     sql.set_defaults(run=run)
     return sql
 
 
 def _spark_value(value: Any) -> Any:
-    if hasattr(value, "toJson"):  # VariantVal
-        return json.loads(value.toJson())
+    if hasattr(value, "toJson"):  # VariantVal: our decoder keeps every digit of its decimals (toJson may not)
+        return decode_variant(bytes(value.value), bytes(value.metadata))
     if isinstance(value, bytearray | bytes):
         return bytes(value).hex()
     return plain(value)
@@ -40,7 +43,9 @@ def _view_options(pairs: list[str]) -> dict[str, dict[str, str]]:
         key, _, value = kv.partition("=")
         view, _, name = key.partition(".")
         if not name:
-            raise SystemExit(f"--option {kv!r}: expected VIEW.OPTION=VALUE")
+            raise OptionError("--option", f"expected VIEW.OPTION=VALUE, got {kv!r}")
+        if name.lower() == "password":
+            warn_password_on_command_line()
         options.setdefault(view, {})[name] = value
     return options
 
@@ -51,20 +56,28 @@ def run(args: argparse.Namespace) -> int:
 
     with local_spark("spark-logsource sql", args.master, args.pushdown) as spark:
         options = _view_options(args.option)
+        live = 0
         for spec in args.view:
             name, _, rest = spec.partition("=")
             fmt, _, path = rest.partition(":")
             if not (name and fmt and path):
-                raise SystemExit(f"--view {spec!r}: expected NAME=FORMAT:PATH[,PATH...]")
-            format_class(fmt)  # a clear error for an unknown format
-            reader = spark.read.format(fmt).options(**options.get(name, {}))
+                raise OptionError("--view", f"expected NAME=FORMAT:PATH[,PATH...], got {spec!r}")
+            cls = format_class(fmt)  # a clear error for an unknown format
+            view_options = options.setdefault(name, {})
+            server = next((v for k, v in view_options.items() if k.lower() == "uri"), path)
+            if uri_scheme(server) in cls.uri_schemes:  # a live server: the password of --password-stdin / env
+                add_password(view_options, server, args)
+                live += 1
+            reader = spark.read.format(fmt).options(**view_options)
             reader.load(path.split(",") if "," in path else path).createOrReplaceTempView(name)
+        if args.password_stdin and not live:
+            raise OptionError("--password-stdin", "applies to a view of a live server (FORMAT:scheme://user@host)")
         df = spark.sql(args.query)
         columns = df.columns
         if args.format == "json":
             for row in df.toLocalIterator():
                 record = {c: _spark_value(v) for c, v in zip(columns, row, strict=True)}
-                sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                sys.stdout.write(json_text(record) + "\n")
         else:
             write_table(sys.stdout, columns, ([_spark_value(v) for v in row] for row in df.toLocalIterator()))
     return 0
