@@ -4,17 +4,25 @@ A :class:`Predicate` is one column-versus-literal test. A reader receives a list
 them to skip work (a file whose LSN range cannot match, a rows event of an unwanted table), but exactness comes from
 :func:`apply_predicates`, which evaluates them on every output batch with pyarrow.compute with SQL semantics
 (a comparison with NULL is not true, so such rows are dropped; ``<=>`` and IS NULL see NULLs).
+
+Corrupt-record rows (PERMISSIVE) have null data columns, so a filter on those columns drops them, as Spark's own
+sources do. That is never silent: :func:`apply_predicates` given the corrupt-record column logs what it dropped,
+and :class:`CorruptTally` lets a reader say how many such rows a split made (Spark applies the filters it was
+not given after the read, out of our sight).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+log = logging.getLogger(__name__)
 
 #: Supported operators. "in" takes a tuple of values; "is_null"/"is_not_null" take no value.
 OPERATORS = frozenset({"=", "<=>", "<", "<=", ">", ">=", "in", "is_null", "is_not_null", "starts_with"})
@@ -94,11 +102,12 @@ def predicate_mask(batch: pa.RecordBatch, predicate: Predicate) -> pa.Array:
 
 
 def apply_predicates(batch: pa.RecordBatch, predicates: Sequence[Predicate],
-                     keep_rows_with: str | None = None) -> pa.RecordBatch:
+                     keep_rows_with: str | None = None, corrupt_column: str | None = None) -> pa.RecordBatch:
     """Rows of ``batch`` for which every predicate is true (all of them, exactly).
 
     ``keep_rows_with``: a column whose non-null rows are kept whatever the predicates say (the corrupt-record
-    column, for filters given as reader options).
+    column, for filters given as reader options). ``corrupt_column``: the corrupt-record column, whose rows
+    the predicates drop (filters Spark pushed must be exact) with a warning giving their count and the first.
     """
     if not predicates or len(batch) == 0:
         return batch
@@ -110,7 +119,55 @@ def apply_predicates(batch: pa.RecordBatch, predicates: Sequence[Predicate],
         mask = pc.or_(mask, pc.is_valid(batch.column(keep_rows_with)))
     if mask is None or pc.all(mask).as_py():
         return batch
+    if corrupt_column is not None:
+        _warn_dropped_corrupt(batch, mask, corrupt_column, predicates)
     return batch.filter(mask)
+
+
+def _warn_dropped_corrupt(batch: pa.RecordBatch, mask: pa.Array, column: str,
+                          predicates: Sequence[Predicate]) -> None:
+    corrupt = batch.column(column)
+    dropped = corrupt.filter(pc.and_(pc.is_valid(corrupt), pc.invert(mask)))
+    if len(dropped):
+        log.warning("%d corrupt record%s dropped by the filter %s, which their null columns do not satisfy "
+                    "(first: %s); query %s IS NOT NULL without that filter to see them", len(dropped),
+                    "" if len(dropped) == 1 else "s", " AND ".join(map(describe, predicates)), dropped[0].as_py(),
+                    column)
+
+
+def describe(predicate: Predicate) -> str:
+    """``space_id >= 0``: a predicate as the user wrote it, for messages."""
+    if predicate.op in ("is_null", "is_not_null"):
+        return f"{predicate.column} {predicate.op.replace('_', ' ').upper()}"
+    if predicate.op == "starts_with":
+        return f"{predicate.column} LIKE '{predicate.value}%'"
+    return f"{predicate.column} {predicate.op.upper()} {predicate.value!r}"
+
+
+class CorruptTally:
+    """Counts the corrupt-record rows of one split's batches and logs them once (see the module docstring)."""
+
+    def __init__(self, column: str | None) -> None:
+        self.column = column
+        self.rows = 0
+        self.first: str | None = None
+
+    def count(self, batch: pa.RecordBatch) -> None:
+        if self.column is None or self.column not in batch.schema.names:
+            return
+        values = batch.column(self.column)
+        n = len(values) - values.null_count
+        if n:
+            self.rows += n
+            if self.first is None:
+                self.first = values.filter(pc.is_valid(values))[0].as_py()
+
+    def warn_kept(self) -> None:
+        """One warning for the split, when it made corrupt-record rows (filters on data columns drop them)."""
+        if self.rows:
+            log.warning("%d corrupt record%s kept as row%s with %s set (first: %s); a filter on other columns "
+                        "drops them, as their values are null", self.rows, "" if self.rows == 1 else "s",
+                        "" if self.rows == 1 else "s", self.column, self.first)
 
 
 def in_filter(column: str, values: Iterable[Any] | None) -> list[Predicate]:

@@ -5,6 +5,10 @@ FUSE paths) or a URI that :func:`pyarrow.fs.FileSystem.from_uri` understands (``
 ``hdfs://``, ``file://``; S3 settings such as ``?endpoint_override=host:port&scheme=http`` ride in the query string).
 A path may be a file, a directory, or a glob (``*``, ``?``, ``[...]`` in any component after the first).
 
+What Databricks and Hadoop users write is mapped first (:func:`normalize_path`): ``dbfs:/x`` is the FUSE path
+``/dbfs/x``, ``s3a://`` and ``s3n://`` are ``s3://``. A cloud file system that cannot be built or reached raises
+:class:`StorageError`, naming the path (without its query string) and what to set.
+
 Listing happens on the driver; workers re-open files by URI (file systems are not pickled: only strings travel).
 """
 
@@ -17,10 +21,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
-from spark_logsource.errors import LogSourceError
+from spark_logsource.errors import LogSourceError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +36,50 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 class PathNotFoundError(LogSourceError, FileNotFoundError):
     """A path given by the user matches no file."""
+
+
+#: Hadoop's spellings of S3, read by pyarrow's S3 file system.
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+#: What each cloud file system of pyarrow needs (the hint of a :class:`StorageError`).
+_SETUP_HINTS = {
+    "s3": "pyarrow's S3 file system takes AWS credentials from the environment (AWS_ACCESS_KEY_ID and "
+          "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or an instance role) and settings from the URI's query string "
+          "(?region=...; another endpoint: ?endpoint_override=host:port&scheme=http)",
+    "gs": "pyarrow's GCS file system uses Google's default credentials (GOOGLE_APPLICATION_CREDENTIALS naming a "
+          "service-account key file, or the metadata server of a Google Cloud machine)",
+    "abfs": "name the account in the URI (abfss://container@account.dfs.core.windows.net/path); pyarrow's Azure "
+            "file system authenticates with Azure's default credentials (AZURE_TENANT_ID, AZURE_CLIENT_ID and "
+            "AZURE_CLIENT_SECRET, a workload or managed identity, or an az login; ?credential_kind= picks one); "
+            "on Databricks a mounted or Unity Catalog path (/dbfs/mnt/..., /Volumes/...) needs none",
+    "hdfs": "pyarrow's HDFS file system needs a JVM and libhdfs: set JAVA_HOME, HADOOP_HOME and "
+            "CLASSPATH=$(hadoop classpath --glob)",
+}
+_SETUP_HINTS.update(gcs=_SETUP_HINTS["gs"], abfss=_SETUP_HINTS["abfs"], viewfs=_SETUP_HINTS["hdfs"])
+_UNKNOWN_SCHEME_HINT = ("pyarrow reads s3:// (also written s3a://), gs://, abfs:// and abfss:// (for Azure "
+                        "Blob Storage and ADLS Gen2), hdfs:// and file:// URIs; on Databricks a mounted or Unity "
+                        "Catalog path (/dbfs/..., dbfs:/..., /Volumes/...) is read as a local file")
+
+
+def normalize_path(path: str) -> str:
+    """The path pyarrow opens for what a Databricks or Hadoop user writes: ``dbfs:/x`` → ``/dbfs/x`` (the DBFS
+    FUSE mount of a Databricks cluster), ``s3a://b/k`` and ``s3n://b/k`` → ``s3://b/k``; others unchanged."""
+    if path[:5].lower() == "dbfs:":
+        return "/dbfs/" + path[5:].lstrip("/")
+    scheme, sep, rest = path.partition("://")
+    alias = _SCHEME_ALIASES.get(scheme.lower()) if sep else None
+    return f"{alias}://{rest}" if alias else path
+
+
+def _storage_error(path: str, scheme: str, exc: BaseException) -> StorageError:
+    """Our error for pyarrow's ``exc`` about ``path``: its message without the query string, and a hint."""
+    detail = str(exc).split("\n", 1)[0]
+    full, shown = normalize_path(path), display_name(path)
+    for spelling in (path, full):  # pyarrow may quote the whole URI, query string included
+        detail = detail.replace(spelling, shown)
+    if "?" in full:
+        detail = detail.replace(full.split("?", 1)[1], "...")
+    hint = _SETUP_HINTS.get(scheme, _UNKNOWN_SCHEME_HINT)
+    return StorageError(shown, f"cannot open {scheme}:// storage: {detail}; {hint}")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -76,7 +126,8 @@ def _filesystem_for(scheme: str, authority: str, query: str) -> pafs.FileSystem:
 
 
 def locate(path: str) -> Location:
-    """Where ``path`` (a local path or a URI) lives."""
+    """Where ``path`` (a local path or a URI; :func:`normalize_path` applies) lives."""
+    user_path, path = path, normalize_path(path)
     if not is_uri(path):
         return Location(pafs.LocalFileSystem(), path, "", "", "")
     scheme, rest = path.split("://", 1)
@@ -88,7 +139,10 @@ def locate(path: str) -> Location:
     if scheme == "file":
         return Location(pafs.LocalFileSystem(), "/" + rest.lstrip("/"), scheme, "", "")
     authority, _, tail = rest.partition("/")
-    fs = _filesystem_for(scheme, authority, query)
+    try:
+        fs = _filesystem_for(scheme, authority, query)
+    except (pa.ArrowException, OSError) as exc:  # ArrowInvalid is also a ValueError
+        raise _storage_error(user_path, scheme, exc) from None
     if scheme in ("s3", "gs", "gcs"):
         inner = rest.rstrip("/") if tail else authority
     elif scheme in ("abfs", "abfss"):
@@ -110,10 +164,22 @@ def display_name(uri: str) -> str:
     return uri.split("?", 1)[0] if is_uri(uri) else uri
 
 
+def _remote_call(loc: Location, path: str, call: Callable[[], Any]) -> Any:
+    """``call()``, with a cloud file system's failures (not a missing file) raised as :class:`StorageError`."""
+    try:
+        return call()
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        if loc.scheme in ("", "file"):
+            raise
+        raise _storage_error(path, loc.scheme, exc) from None
+
+
 def open_input(uri: str):
     """A random-access, seekable file (``pyarrow.NativeFile``) for ``uri``."""
-    fs, inner = resolve(uri)
-    return fs.open_input_file(inner)
+    loc = locate(uri)
+    return _remote_call(loc, uri, lambda: loc.fs.open_input_file(loc.inner))
 
 
 def list_files(
@@ -122,18 +188,20 @@ def list_files(
     accept_name: Callable[[str], bool] = lambda name: True,
     glob_filter: str | None = None,
     recursive: bool = False,
+    warn_empty: bool = True,
 ) -> list[FileEntry]:
     """Expand ``paths`` into the files to read, sorted by URI and without duplicates.
 
     A file named explicitly is always read (``glob_filter`` still applies, as in Spark); files found by listing a
     directory or matching a glob are kept when ``accept_name(basename)`` says so, and hidden files (``.x``,
     ``_x``) found in directories are left out.
-    Directories are listed one level deep unless ``recursive``. A path that matches nothing raises
-    :class:`PathNotFoundError`.
+    Directories are listed one level deep unless ``recursive``; a directory giving no file to read is logged as
+    a warning (naming its sub-directories when they were not searched) unless not ``warn_empty`` (a stream polling
+    a directory says what it awaits itself). A path that matches nothing raises :class:`PathNotFoundError`.
     """
     found: dict[str, FileEntry] = {}
     for path in paths:
-        entries = _expand_one(path, accept_name=accept_name, recursive=recursive)
+        entries = _expand_one(path, accept_name=accept_name, recursive=recursive, warn_empty=warn_empty)
         if glob_filter:
             entries = [e for e in entries if fnmatch.fnmatchcase(posixpath.basename(e.uri.split("?")[0]), glob_filter)]
         for entry in entries:
@@ -141,18 +209,30 @@ def list_files(
     return sorted(found.values())
 
 
-def _expand_one(path: str, *, accept_name: Callable[[str], bool], recursive: bool) -> list[FileEntry]:
+def _not_found(user_path: str, path: str, what: str = "path does not exist") -> PathNotFoundError:
+    mapped = f" (looked for {path}, the DBFS mount of a Databricks cluster)" if user_path != path and \
+        path.startswith("/dbfs/") else ""
+    return PathNotFoundError(f"{what}: {display_name(user_path)}{mapped}")
+
+
+def _expand_one(user_path: str, *, accept_name: Callable[[str], bool], recursive: bool,
+                warn_empty: bool = True) -> list[FileEntry]:
+    path = normalize_path(user_path)
     loc = locate(path)
     if _GLOB_CHARS.search(loc.inner):
         return _expand_glob(path, loc, accept_name=accept_name)
-    info = loc.fs.get_file_info(loc.inner)
+    info = _remote_call(loc, path, lambda: loc.fs.get_file_info(loc.inner))
     if info.type == pafs.FileType.NotFound:
-        raise PathNotFoundError(f"path does not exist: {path}")
+        raise _not_found(user_path, path)
     if info.type == pafs.FileType.File:
         return [FileEntry(path, info.size)]
     base = loc.inner.rstrip("/")
     out = []
-    for child in loc.fs.get_file_info(pafs.FileSelector(loc.inner, recursive=recursive)):
+    sub_dirs = []
+    children = _remote_call(loc, path, lambda: loc.fs.get_file_info(pafs.FileSelector(loc.inner, recursive=recursive)))
+    for child in children:
+        if child.type == pafs.FileType.Directory and not child.base_name.startswith((".", "_")):
+            sub_dirs.append(child.base_name)
         if child.type != pafs.FileType.File:
             continue
         rel = child.path[len(base) + 1:] if child.path.startswith(base + "/") else child.base_name
@@ -160,7 +240,22 @@ def _expand_one(path: str, *, accept_name: Callable[[str], bool], recursive: boo
             continue
         if accept_name(child.base_name):
             out.append(FileEntry(loc.uri_of(child.path), child.size))
+    if not out and warn_empty:
+        _warn_nothing_in(user_path, sorted(sub_dirs), recursive)
     return out
+
+
+def _warn_nothing_in(path: str, sub_dirs: list[str], recursive: bool) -> None:
+    """A directory gave no file: say so (the read is empty), and name what was not searched."""
+    if sub_dirs and not recursive:
+        shown = ", ".join(sub_dirs[:5]) + (f" and {len(sub_dirs) - 5} more" if len(sub_dirs) > 5 else "")
+        one = len(sub_dirs) == 1
+        log.warning("%s: no log file at its top level, and its %d sub-director%s (%s) %s not searched: set the "
+                    "option recursiveFileLookup=true to read %s", display_name(path), len(sub_dirs),
+                    "y" if one else "ies", shown, "was" if one else "were", "it" if one else "them")
+    else:
+        log.warning("%s: no file to read in this directory%s", display_name(path),
+                    " or below it" if recursive else "")
 
 
 def _expand_glob(path: str, loc: Location, *, accept_name: Callable[[str], bool]) -> list[FileEntry]:
@@ -168,9 +263,10 @@ def _expand_glob(path: str, loc: Location, *, accept_name: Callable[[str], bool]
     first_glob = next(i for i, p in enumerate(parts) if _GLOB_CHARS.search(p))
     base = "/".join(parts[:first_glob]) or "/"
     try:
-        children = loc.fs.get_file_info(pafs.FileSelector(base, recursive=len(parts) - first_glob > 1))
+        children = _remote_call(loc, path, lambda: loc.fs.get_file_info(
+            pafs.FileSelector(base, recursive=len(parts) - first_glob > 1)))
     except FileNotFoundError:
-        raise PathNotFoundError(f"path does not exist: {path}") from None
+        raise PathNotFoundError(f"path does not exist: {display_name(path)}") from None
     pattern = loc.inner
     out = [
         FileEntry(loc.uri_of(child.path), child.size)
@@ -179,5 +275,5 @@ def _expand_glob(path: str, loc: Location, *, accept_name: Callable[[str], bool]
         and child.path.count("/") == pattern.count("/") and accept_name(child.base_name)
     ]
     if not out:
-        raise PathNotFoundError(f"no file matches {path}")
+        raise PathNotFoundError(f"no file matches {display_name(path)}")
     return out

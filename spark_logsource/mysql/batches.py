@@ -162,6 +162,7 @@ class BatchBuilder:
         self.view = options.view
         self.json = options.row_format == "json"
         corrupt = options.common.corrupt_column_or_none
+        self.corrupt_column = corrupt
         self.schema = binlog_schema(options.view, options.row_format, corrupt)
         self.columns = list(CHANGES_COLUMNS if options.view == "changes" else EVENTS_COLUMNS)
         if corrupt:
@@ -246,7 +247,7 @@ class BatchBuilder:
         arrays = [self._column(i, chunks) for i in range(len(self.columns))]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         if self.predicates:
-            batch = apply_predicates(batch, self.predicates)
+            batch = apply_predicates(batch, self.predicates, corrupt_column=self.corrupt_column)
         if len(batch):
             yield batch
 

@@ -145,7 +145,9 @@ class MysqlBinlogFormat(LogFormat):
     def stream(self) -> BinlogDirStream:
         """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation."""
         if self.table_options is not None:
-            raise OptionError("view", "view=table is batch only")
+            raise OptionError("view", "view=table is available in batch reads only for now (spark.read, "
+                                      "spark_logsource.read, spark-logsource cat); a stream reads view=changes "
+                                      "or view=events")
         from spark_logsource.mysql.tail import BinlogDirStream
 
         return BinlogDirStream(self)

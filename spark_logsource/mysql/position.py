@@ -127,7 +127,8 @@ class BinlogPosition:
         if offset.get("v", 1) != 1:
             raise OptionError(option, f"offset version {offset.get('v')!r} (this reader writes 1)")
         file, pos = offset.get("file"), offset.get("pos", FILE_START)
-        if not isinstance(file, str) or not file or "/" in file:
+        # "" is the position before the first binlog (a directory stream started before the server wrote one)
+        if not isinstance(file, str) or "/" in file:
             raise OptionError(option, f"offset needs \"file\": a binlog file name, got {file!r}")
         if not isinstance(pos, int) or isinstance(pos, bool) or pos < FILE_START:
             raise OptionError(option, f"offset \"pos\" must be an integer >= 4, got {pos!r}")

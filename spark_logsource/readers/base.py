@@ -1,18 +1,63 @@
-"""Spark data sources built from a :class:`~spark_logsource.logformat.LogFormat` (thin: no decoding here)."""
+"""Spark data sources built from a :class:`~spark_logsource.logformat.LogFormat` (thin: no decoding here).
+
+Our errors reach the user inside Spark's exception, after the Python traceback of the worker that raised them:
+every entry point Spark calls re-raises them with no traceback of their own and no chain (:func:`short_errors`),
+so the message is one frame below Spark's header instead of five to twenty-five.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from spark_logsource.filters import Predicate
+from spark_logsource.errors import LogSourceError
+from spark_logsource.filters import CorruptTally, Predicate
 from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.readers.compat import Filter, called_for_pushdown
 from spark_logsource.readers.pushdown import to_predicate
 from spark_logsource.readers.schema import spark_schema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def short_errors(method: F) -> F:
+    """``method`` (called by Spark), raising our errors without their traceback and chain: the frames below
+    this one and the internal causes add nothing to a message that names the file and offset or the option."""
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except LogSourceError as exc:
+            raise exc.with_traceback(None) from None
+
+    return call  # type: ignore[return-value]
+
+
+def short_error_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """:func:`short_errors` for the batches a task yields."""
+    try:
+        yield from batches
+    except LogSourceError as exc:
+        raise exc.with_traceback(None) from None
+
+
+def tallied(batches: Iterator[pa.RecordBatch], corrupt_column: str | None) -> Iterator[pa.RecordBatch]:
+    """``batches``, then one warning when they held corrupt-record rows.
+
+    A corrupt-record row has null data columns: a filter Spark applies itself drops it, unseen by us, so every
+    task that made some says so once (a filter we apply reports what it drops: ``filters.apply_predicates``).
+    """
+    tally = CorruptTally(corrupt_column)
+    for batch in batches:
+        tally.count(batch)
+        yield batch
+    tally.warn_kept()
 
 
 class SplitPartition(InputPartition):
@@ -30,18 +75,23 @@ class LogReader(DataSourceReader):
         self.fmt = fmt
         self.predicates: list[Predicate] = []
 
+    @short_errors
     def partitions(self) -> list[InputPartition]:
         splits = self.fmt.plan(self.fmt.list_files(), self.predicates)
         return [SplitPartition(s) for s in splits]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         split = partition.split if isinstance(partition, SplitPartition) else partition.value
-        yield from self.fmt.read_split(split, self.predicates)
+        if split is None:  # no split planned (an empty directory): Spark still reads one empty partition
+            return iter(())
+        batches = self.fmt.read_split(split, self.predicates)
+        return short_error_batches(tallied(batches, self.fmt.common.corrupt_column_or_none))
 
 
 class PushdownLogReader(LogReader):
     """Same reader, used when Spark pushes filters: the ones we can apply exactly are kept and applied."""
 
+    @short_errors
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         rejected = []
         for f in filters:
@@ -62,11 +112,13 @@ class LogDataSource(DataSource):
     def name(cls) -> str:
         return cls.format_cls.name
 
+    @short_errors
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         # Parse now: a bad option fails at .load() with a message naming it, not later in a task.
         self._fmt = self.format_cls(dict(options))
 
+    @short_errors
     def schema(self) -> StructType:
         return spark_schema(self._fmt.schema())
 
@@ -76,8 +128,18 @@ class LogDataSource(DataSource):
         return LogReader(self._fmt)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        """``spark.readStream``: the format's :meth:`~spark_logsource.logformat.LogFormat.stream` (a batch-only
-        format raises an OptionError saying so). Cheap and free of I/O: Spark calls it in several processes."""
-        from spark_logsource.readers.stream_reader import make_stream_reader
+        """``spark.readStream``: the format's :meth:`~spark_logsource.logformat.LogFormat.stream`. Cheap and free of
+        I/O: Spark calls it in several processes.
 
-        return make_stream_reader(self._fmt.stream())
+        Spark builds the data source of ``readStream.load()`` exactly as that of ``read.load()`` (nothing tells
+        the two apart), so what cannot be streamed (a batch-only format or view) is refused here, at ``start()``.
+        Raising here would be hidden by pyspark's source runner, which then calls ``stop()`` on a reader it never
+        got (an UnboundLocalError): the refusal is a reader whose first call raises the error, alone.
+        """
+        from spark_logsource.readers.stream_reader import RefusedStreamReader, make_stream_reader
+
+        try:
+            stream = self._fmt.stream()
+        except LogSourceError as exc:
+            return RefusedStreamReader(exc)
+        return make_stream_reader(stream)

@@ -26,11 +26,14 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
+from spark_logsource.errors import LogSourceError
+from spark_logsource.readers.base import short_error_batches, short_errors, tallied
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LogStreamReader", "StreamSlicePartition", "budget_from_limit", "make_stream_reader"]
+__all__ = ["LogStreamReader", "RefusedStreamReader", "StreamSlicePartition", "budget_from_limit",
+           "make_stream_reader"]
 
 
 def _streaming_datasource_module() -> Any:
@@ -110,6 +113,7 @@ class LogStreamReader(DataSourceStreamReader):
         self.__init__(state["stream"])  # type: ignore[misc]
 
     # --- driver -------------------------------------------------------------------------------------------------
+    @short_errors
     def initialOffset(self) -> Offset:
         offset = self.stream.initial_offset()
         if self._last is None:  # 4.0/4.1 ask latestOffset() first: keep what was handed out then
@@ -119,6 +123,7 @@ class LogStreamReader(DataSourceStreamReader):
     def getDefaultReadLimit(self) -> Any:
         return default_read_limit(self.stream.default_budget())
 
+    @short_errors
     def latestOffset(self, start: Offset | None = None, limit: Any = None) -> Offset:
         default = self.stream.default_budget()
         budget = budget_from_limit(limit, default)
@@ -155,6 +160,7 @@ class LogStreamReader(DataSourceStreamReader):
         self._available_now = True
         self._target = None
 
+    @short_errors
     def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
         if self._last is None:
             self._last = end  # a restarted query re-running its last planned batch
@@ -162,6 +168,7 @@ class LogStreamReader(DataSourceStreamReader):
             return []
         return [StreamSlicePartition(i, s) for i, s in enumerate(self.stream.plan(start, end))]
 
+    @short_errors
     def commit(self, end: Offset) -> None:
         if self._last is None:
             self._last = end
@@ -172,7 +179,38 @@ class LogStreamReader(DataSourceStreamReader):
 
     # --- executors ----------------------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from self.stream.read_slice(partition.value)
+        corrupt = self.stream.fmt.common.corrupt_column_or_none
+        return short_error_batches(tallied(self.stream.read_slice(partition.value), corrupt))
+
+
+class RefusedStreamReader(DataSourceStreamReader):
+    """What ``streamReader`` returns for options that cannot be streamed: Spark's first call raises ``error``.
+
+    pyspark's source runner calls ``stop()`` on the reader even when ``streamReader`` raised, so raising there
+    buries the message under an UnboundLocalError; this reader makes the error the query's only one.
+    """
+
+    def __init__(self, error: LogSourceError) -> None:
+        self.error = error
+
+    # Each method raises the error itself: one frame of ours in the traceback Spark shows.
+    def initialOffset(self) -> Offset:
+        raise self.error.with_traceback(None) from None
+
+    def latestOffset(self, start: Offset | None = None, limit: Any = None) -> Offset:
+        raise self.error.with_traceback(None) from None
+
+    def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
+        raise self.error.with_traceback(None) from None
+
+    def commit(self, end: Offset) -> None:
+        raise self.error.with_traceback(None) from None
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        raise self.error.with_traceback(None) from None
+
+    def stop(self) -> None:
+        """Nothing was started."""
 
 
 _mod = _streaming_datasource_module()

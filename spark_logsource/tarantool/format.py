@@ -128,7 +128,9 @@ class TarantoolXlogFormat(LogFormat):
     def stream(self) -> LogStream:
         """``readStream`` / :func:`~spark_logsource.api.follow`: tail the WAL directory (``docs/streaming.md``)."""
         if self.typed_view is not None:
-            raise OptionError("view", f"view={self.typed_view['view']} is batch only")
+            raise OptionError("view", f"view={self.typed_view['view']} is available in batch reads only for now "
+                                      "(spark.read, spark_logsource.read, spark-logsource cat); a stream reads "
+                                      "the rows view (no view option)")
         return TarantoolDirStream(self)
 
     def accept_file_name(self, name: str) -> bool:

@@ -123,7 +123,8 @@ class _BatchBuilder:
         arrays += [cols[name] for name in VALUE_COLUMNS]
         if self.corrupt_column is not None:
             arrays.append(cols["corrupt"])
-        batch = apply_predicates(pa.RecordBatch.from_arrays(arrays, schema=self.schema), self.predicates)
+        batch = apply_predicates(pa.RecordBatch.from_arrays(arrays, schema=self.schema), self.predicates,
+                                 corrupt_column=self.corrupt_column)
         if len(batch):
             yield batch
 

@@ -255,7 +255,7 @@ class _Builder:
             else:
                 arrays.append(pa.array(values, f.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        batch = apply_predicates(batch, self.predicates)
+        batch = apply_predicates(batch, self.predicates, corrupt_column=self.corrupt_column)
         if len(batch):
             yield batch
 

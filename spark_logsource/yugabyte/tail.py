@@ -80,13 +80,15 @@ class YugabyteWalStream(LogStream):
         super().__init__(fmt)
         self.directory = display_name(one_directory(fmt.paths, "WAL directory")).rstrip("/")
         self.options: StreamOptions[str | dict[str, TabletPosition]] = fmt.stream_options
+        self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
 
     # --- listing ------------------------------------------------------------------------------------------------
     def _tablets(self) -> dict[str, list[_Segment]]:
         """Segments by tablet key (folder relative to the directory), in sequence order, pruned by the options."""
         from spark_logsource.yugabyte.format import segment_seqno
 
-        files = list_files([self.fmt.paths[0]], accept_name=self.fmt.accept_file_name, recursive=True)
+        files = list_files([self.fmt.paths[0]], accept_name=self.fmt.accept_file_name, recursive=True,
+                           warn_empty=False)
         groups: dict[str, list[_Segment]] = {}
         for tablet in self.fmt.tablets(files):
             folder = posixpath.dirname(display_name(tablet.segments[0][0]))
@@ -149,7 +151,7 @@ class YugabyteWalStream(LogStream):
         if first > cur.seg:
             missing = f"tablet {key}: segments from wal-{cur.seg:09d} byte {cur.pos} up to wal-{first:09d}"
             data_loss(self.directory, missing, fail=self.options.fail_on_data_loss,
-                      then="continuing from the oldest segment")
+                      then="continuing from the oldest segment", warned=self.losses, key=f"{key}:{cur.seg}:{cur.pos}")
             return TabletPosition(first, 0, cur.index)
         later = [s for s in seqnos if s > cur.seg]
         return TabletPosition(later[0], 0, cur.index) if later else cur
@@ -227,7 +229,7 @@ class YugabyteWalStream(LogStream):
             if lo.seg not in {seg.seqno for seg in segs}:
                 missing = f"tablet {key}: wal-{lo.seg:09d} from byte {lo.pos} (deleted before it was read)"
                 data_loss(self.directory, missing, fail=self.options.fail_on_data_loss,
-                          then="reading what is still there")
+                          then="reading what is still there", warned=self.losses, key=f"{key}:{lo.seg}:{lo.pos}")
             if parts:
                 table_id, tablet_id = tablet_ids_from_path(parts[0][0])
                 slices.append(WalSlice(key, table_id, tablet_id, tuple(parts)))
@@ -250,3 +252,4 @@ class YugabyteWalStream(LogStream):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.losses = set()

@@ -132,3 +132,12 @@ def test_the_parser_does_not_import_the_heavy_libraries() -> None:
             "print(sorted(m for m in ('pandas', 'sqlglot') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_cat_of_a_directory_of_sub_directories_warns_they_were_not_searched() -> None:
+    # The repo's own samples/tarantool holds one directory per workload and no file at its top.
+    out = subprocess.run([sys.executable, "-m", "spark_logsource.cli", "cat", "samples/tarantool"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    assert "samples/tarantool" in out.stderr and "recursiveFileLookup=true" in out.stderr and "dml" in out.stderr

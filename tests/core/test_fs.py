@@ -128,3 +128,97 @@ def test_s3_directory_glob_and_read(s3_endpoint: str) -> None:
     assert [e.uri for e in list_files([f"s3://logs/wal/*/*.xlog{q}"])] == [f"s3://logs/wal/x/3.xlog{q}"]
     with open_input(got[1].uri) as f:
         assert f.read() == b"two"
+
+
+# --- what Databricks and Hadoop users write, and errors that say what to set (issue #21) ------------------------
+def test_dbfs_and_s3a_spellings_name_what_pyarrow_opens() -> None:
+    from spark_logsource.fs import normalize_path
+
+    assert normalize_path("dbfs:/mnt/logs/wal") == "/dbfs/mnt/logs/wal"
+    assert normalize_path("dbfs:///Volumes/main/logs") == "/dbfs/Volumes/main/logs"
+    assert normalize_path("s3a://logs/wal?region=us-east-1") == "s3://logs/wal?region=us-east-1"
+    assert normalize_path("S3N://logs/wal") == "s3://logs/wal"
+    assert normalize_path("/var/lib/tarantool") == "/var/lib/tarantool"
+    assert normalize_path("gs://bucket/x") == "gs://bucket/x"
+
+
+def test_dbfs_path_outside_databricks_names_the_mount_it_looked_in() -> None:
+    with pytest.raises(PathNotFoundError) as info:
+        list_files(["dbfs:/no/such/dir-for-spark-logsource"])
+    assert "dbfs:/no/such/dir-for-spark-logsource" in str(info.value)
+    assert "/dbfs/no/such/dir-for-spark-logsource" in str(info.value)
+
+
+def test_s3a_uri_lists_and_reads_like_s3(s3_endpoint: str) -> None:
+    put_s3(s3_endpoint, "hadoop", {"wal/1.xlog": b"one"})
+    q = f"?endpoint_override={s3_endpoint}&scheme=http&region=us-east-1"
+    got = list_files([f"s3a://hadoop/wal{q}"], accept_name=lambda n: n.endswith(".xlog"))
+    assert [display_name(e.uri) for e in got] == ["s3://hadoop/wal/1.xlog"]
+    with open_input(f"s3a://hadoop/wal/1.xlog{q}") as f:
+        assert f.read() == b"one"
+
+
+@pytest.mark.parametrize(("uri", "hint"), [
+    ("abfss://logs/wal", "container@account"),  # no account: pyarrow cannot even build the file system
+    ("wasbs://logs@acct.blob.core.windows.net/wal", "abfss://"),  # a scheme pyarrow does not read
+    ("s3://logs/wal?no_such_setting=secretvalue", "endpoint_override"),
+])
+def test_storage_errors_name_the_path_and_what_to_set(uri: str, hint: str) -> None:
+    from spark_logsource import StorageError
+    from spark_logsource.errors import LogSourceError
+
+    with pytest.raises(StorageError) as info:
+        list_files([uri])
+    assert isinstance(info.value, LogSourceError)
+    message = str(info.value)
+    assert display_name(uri) in message and hint in message
+    assert "secretvalue" not in message, "a query string may hold credentials: never in a message"
+
+
+def test_unreachable_s3_endpoint_is_our_error_and_does_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_logsource import StorageError
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    uri = f"s3://logs/wal?endpoint_override=127.0.0.1:{_free_port()}&scheme=http&region=us-east-1"
+    started = time.monotonic()
+    with pytest.raises(StorageError) as info:
+        list_files([uri])
+    assert time.monotonic() - started < 60, "a refused connection must fail, not hang"
+    assert "s3://logs/wal" in str(info.value) and "AWS_ACCESS_KEY_ID" in str(info.value)
+    assert "endpoint_override" in str(info.value)
+
+
+def test_azure_without_credentials_is_our_error_naming_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spark_logsource import StorageError
+
+    for name in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    uri = "abfss://logs@nosuchaccount.dfs.core.windows.net/wal"
+    with pytest.raises(StorageError) as info:
+        list_files([uri])
+    message = str(info.value)
+    assert uri in message and "AZURE_CLIENT_SECRET" in message and "/Volumes/" in message
+
+
+# --- directories with nothing to read (issue #21) ----------------------------------------------------------------
+def test_directory_of_sub_directories_warns_they_were_not_searched(tree: Path, caplog) -> None:
+    (tree / "a.xlog").unlink()
+    (tree / "b.snap").unlink()
+    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+        assert list_files([str(tree)], accept_name=lambda n: n.endswith(".xlog")) == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert str(tree) in warnings[0] and "recursiveFileLookup" in warnings[0] and "sub" in warnings[0]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+        assert len(list_files([str(tree)], accept_name=lambda n: n.endswith(".xlog"), recursive=True)) == 2
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+
+
+def test_empty_directory_warns_it_holds_nothing(tmp_path: Path, caplog) -> None:
+    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+        assert list_files([str(tmp_path)]) == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and str(tmp_path) in warnings[0] and "no file" in warnings[0]
