@@ -25,7 +25,9 @@ from spark_logsource.errors import (
     LogSourceError,
     OptionError,
     SourceError,
+    StorageError,
     TruncatedDataError,
+    UnavailableError,
     UnsupportedDataError,
 )
 
@@ -40,7 +42,9 @@ __all__ = [
     "LogSourceError",
     "OptionError",
     "SourceError",
+    "StorageError",
     "TruncatedDataError",
+    "UnavailableError",
     "UnsupportedDataError",
     "follow",
     "iter_batches",

@@ -44,14 +44,17 @@ def follow(
     poll_interval: float = 1.0,
     stop_when_idle: bool = False,
     **options: Any,
-) -> Iterator[tuple[pa.RecordBatch, dict[str, Any]]]:
+) -> Iterator[tuple[pa.RecordBatch, dict[str, Any] | None]]:
     """Follow a growing log (a directory being written, a live server): yield ``(batch, offset)`` as data arrives.
 
-    ``offset`` is the position to resume from once this batch *and every earlier one with the same offset* is
-    processed (one range of positions may give several batches); pass it back as ``startingPosition`` (its JSON
-    text) to continue where a previous run stopped. With ``stop_when_idle`` the generator ends the first time
-    nothing new is complete (like Spark's ``trigger(availableNow=True)``); otherwise it polls every
-    ``poll_interval`` seconds until closed.
+    ``offset`` is None, or the position to resume from once this batch and every earlier one are processed: one
+    range of positions may give several batches, and only the last carries the range's end offset (a batch may
+    end inside a transaction, which is no place to resume from). Commit your work together with each offset that
+    is not None, and pass the last one committed back as ``startingPosition`` (its JSON text) to continue where
+    a previous run stopped: every row once. A live server's URI may be given as ``paths``
+    (``follow("mysql-replication", "mysql://cdc@db1:3306", password=...)``). With ``stop_when_idle`` the
+    generator ends the first time nothing new is complete (like Spark's ``trigger(availableNow=True)``);
+    otherwise it polls every ``poll_interval`` seconds until closed.
     """
     from spark_logsource.streaming.follow import follow_stream
 

@@ -19,6 +19,18 @@ class OptionError(LogSourceError, ValueError):
         self.option = option
 
 
+class StorageError(LogSourceError, OSError):
+    """A cloud file system could not be set up or reached; the message names the path and what to set.
+
+    ``path`` is the user's path without its query string (which may hold settings or credentials).
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class CorruptDataError(LogSourceError):
     """The bytes of a log file do not follow the format.
 
@@ -84,6 +96,14 @@ class SourceError(LogSourceError):
         self.reason = reason
 
 
+class UnavailableError(SourceError):
+    """The server could not be reached or went away (refused, reset, closed, shutting down, still starting).
+
+    Worth retrying: the live sources reconnect with back-off for up to their ``reconnectTimeout`` option
+    (:mod:`spark_logsource.streaming.retry`) before raising it.
+    """
+
+
 class AuthenticationError(SourceError):
     """The server refused our user, password or privileges (the password itself is never in the message)."""
 
@@ -99,3 +119,12 @@ class DataLossError(LogSourceError):
         super().__init__(f"{source}: data loss: {missing} is no longer available; {hint}")
         self.source = source
         self.missing = missing
+
+
+class QueryError(LogSourceError):
+    """Spark rejected a query of ``spark-logsource sql`` (a SQL typo, an unknown column or view): ``error_class``
+    is Spark's (``PARSE_SYNTAX_ERROR``, ``UNRESOLVED_COLUMN``...), the message its first line."""
+
+    def __init__(self, error_class: str | None, message: str) -> None:
+        super().__init__(message if not error_class or error_class in message else f"[{error_class}] {message}")
+        self.error_class = error_class

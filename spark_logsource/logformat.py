@@ -97,8 +97,16 @@ class LogFormat(abc.ABC):
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         opts = OptionMap(options)
         self.paths: list[str] = opts.paths()
+        if self.uri_schemes:  # a live server named where a path goes (load(uri), the Arrow API, --view)
+            self.paths = opts.server_path_as_uri(self.paths, self.uri_schemes)
         self.common: CommonOptions = opts.common()
-        self._parse_options(opts)
+        try:
+            self._parse_options(opts)
+        except OptionError as exc:
+            typo = opts.misspelling_of(exc.option)
+            if typo is not None:  # a required option reported missing because it was misspelt
+                raise OptionError(typo, f"unknown option for this format (did you mean {exc.option!r}?)") from exc
+            raise
         opts.check_all_used(self.extra_allowed_options())
         corrupt = self.common.corrupt_column_or_none
         if corrupt is not None and self.schema().get_field_index(corrupt) != len(self.schema()) - 1:

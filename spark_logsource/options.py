@@ -219,6 +219,39 @@ class OptionMap:
             out.extend(str(p) for p in many)
         return out
 
+    def server_path_as_uri(self, paths: list[str], schemes: Iterable[str]) -> list[str]:
+        """Live formats: a path naming a server is the option ``uri``; returns the paths left (none then).
+
+        The one place where ``load("mysql://user@host:3306")``, the Arrow API's source argument
+        (``follow("mysql-replication", "mysql://...")``) and ``spark-logsource sql --view t=FORMAT:URI`` become
+        the ``uri`` option. A server is read alone (no other path), and a ``uri`` option naming another server
+        is an error.
+        """
+        wanted = {s.lower() for s in schemes}
+        live = [p for p in paths if "://" in p and p.partition("://")[0].strip().lower() in wanted]
+        if not live:
+            return paths
+        if len(paths) > 1:
+            raise OptionError("path", f"a live server is read alone, got {len(paths)} paths")
+        given = self._values.get("uri")
+        if given is not None and str(given).strip() != live[0].strip():
+            raise OptionError("uri", "the server is named twice, as the path and as the option uri, differently: "
+                                     "give one")
+        self._values["uri"] = live[0]
+        self._names.setdefault("uri", "uri")
+        return []
+
+    def misspelling_of(self, name: str) -> str | None:
+        """An option given but never read whose name is close to ``name`` (``tabel`` for ``table``), or None.
+
+        Used when a required option is missing: the likelier cause is a typo, which is then named.
+        """
+        if name.lower() in self._values:
+            return None
+        unread = {k: self._names[k] for k in self._values if k not in self._used and k not in self.ALWAYS_ALLOWED}
+        close = difflib.get_close_matches(name.lower(), list(unread), n=1, cutoff=0.75)
+        return unread[close[0]] if close else None
+
     def check_all_used(self, extra_allowed: Iterable[str] = ()) -> None:
         allowed = self.ALWAYS_ALLOWED | {e.lower() for e in extra_allowed}
         unknown = sorted(self._names[k] for k in self._values if k not in self._used and k not in allowed)

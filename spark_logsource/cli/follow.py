@@ -14,8 +14,8 @@ import sys
 import threading
 from typing import Any
 
-from spark_logsource.cli.formats import add_format_flags, pick_format, reader_options
-from spark_logsource.cli.output import BATCH_FORMATS, json_columns, write_batch
+from spark_logsource.cli.formats import add_format_flags, add_password_flags, pick_format, reader_options
+from spark_logsource.cli.output import BATCH_FORMATS, json_columns, require_output_format, write_batch
 from spark_logsource.registry import format_names
 
 
@@ -29,6 +29,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     follow.add_argument("--output", choices=BATCH_FORMATS, default="json")
     follow.add_argument("--interval", type=float, default=0.5, help="seconds between polls when idle")
     follow.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="any reader option")
+    add_password_flags(follow)
     follow.set_defaults(run=run, format_flags=add_format_flags(follow, "follow"))
     return follow
 
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     """Print rows until Ctrl-C; the resume position goes to stderr."""
     from spark_logsource.streaming.stream import offset_json
 
+    require_output_format(args.output)
     cls = pick_format(args.source, [args.target], "follow")
     options = reader_options(cls, [args.target], args, args.format_flags, "follow")
     if args.from_position:

@@ -31,8 +31,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AuthenticationError, DataLossError, OptionError, SourceError
-from ..net import Secret
+from ..errors import AuthenticationError, DataLossError, OptionError, SourceError, UnavailableError
+from ..net import Secret, connect_tcp
+from ..streaming.retry import Reconnect
 from . import event_types as et
 from .checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
 from .connection import connect
@@ -65,6 +66,13 @@ ER_SLAVE_SAME_ID = 4052
 CR_CONN_HOST_ERROR = 2003
 CR_SERVER_GONE = 2006
 CR_SERVER_LOST = 2013
+ER_SERVER_SHUTDOWN = 1053
+ER_CONNECTION_KILLED = 1927
+#: The server is gone, going or not there yet: a restart or a failover; worth reconnecting (streaming/retry.py).
+UNAVAILABLE_CODES = frozenset({CR_CONN_HOST_ERROR, CR_SERVER_GONE, CR_SERVER_LOST, ER_SERVER_SHUTDOWN,
+                               ER_CONNECTION_KILLED})
+#: A MySQL / MariaDB server's first packet: 3-byte length, sequence 0, protocol version 10.
+HANDSHAKE_V10 = 10
 #: Events waiting in the drain queue at most (each at most one event, itself capped by max_allowed_packet).
 QUEUE_EVENTS = 4096
 
@@ -79,6 +87,8 @@ class ConnectionSettings:
     password: Secret = field(repr=False)
     connect_timeout: float = 10.0
     heartbeat_period: float = 1.0
+    #: how long a lost or refused connection is retried (``reconnectTimeout``)
+    reconnect: Reconnect = field(default_factory=Reconnect)
 
     @property
     def source(self) -> str:
@@ -91,7 +101,7 @@ class ConnectionSettings:
 
 
 def parse_uri(uri: str | None, password: str | None, *, heartbeat_period: float = 1.0,
-              connect_timeout: float = 10.0) -> ConnectionSettings:
+              connect_timeout: float = 10.0, reconnect: Reconnect | None = None) -> ConnectionSettings:
     """``mysql://user@host:port`` (port 3306 by default). A password in the URI is refused: use ``password``."""
     if not uri:
         raise OptionError("uri", "the server to replicate from is required: mysql://user@host:3306")
@@ -114,7 +124,8 @@ def parse_uri(uri: str | None, password: str | None, *, heartbeat_period: float 
         raise OptionError("uri", f"bad port {port_text!r}") from None
     if not host or not 0 < port < 65536:
         raise OptionError("uri", "expected mysql://user@host:port")
-    return ConnectionSettings(host, port, userinfo, Secret(password), connect_timeout, heartbeat_period)
+    return ConnectionSettings(host, port, userinfo, Secret(password), connect_timeout, heartbeat_period,
+                              reconnect or Reconnect())
 
 
 @dataclass(slots=True)
@@ -151,8 +162,45 @@ class ReplicationClient:
                                  connect_timeout=s.connect_timeout, read_timeout=s.read_timeout,
                                  write_timeout=s.read_timeout, autocommit=True, charset="utf8mb4")
         except Exception as exc:
+            args = getattr(exc, "args", ())
+            code = args[0] if args and isinstance(args[0], int) else None
+            if code is None or code == CR_SERVER_LOST:  # the handshake went wrong: is this a MySQL server?
+                not_mysql = self._greeting_problem()
+                if not_mysql is not None:
+                    raise not_mysql from None
             raise self.error(exc, None, "cannot connect") from None
         return self
+
+    def _greeting_problem(self) -> SourceError | None:
+        """Why the server's port does not speak MySQL (a Tarantool greeting, other bytes, silence), or None.
+
+        Asked only after a failed handshake, on a connection of its own: pymysql reports a foreign greeting as a
+        packet sequence error, and silence as a lost connection.
+        """
+        s = self.settings
+        where = f"{s.host}:{s.port}"
+        try:
+            sock = connect_tcp(s.host, s.port, s.source, connect_timeout=s.connect_timeout,
+                               read_timeout=s.connect_timeout, error=UnavailableError)
+        except UnavailableError as exc:
+            return exc
+        try:
+            with sock:
+                head = sock.recv(64)
+        except TimeoutError:
+            return SourceError(s.source, None, f"no greeting within {s.connect_timeout:g} s from {where}: not a "
+                                               "MySQL/MariaDB port, or the server is hung (connectTimeout)")
+        except OSError:
+            return None  # reset: the server is going away; the handshake's own error says so
+        if not head:
+            return None  # closed at once: a server starting or stopping; the handshake's own error says so
+        if head.startswith(b"Tarantool"):
+            return SourceError(s.source, None, f"{where} is not a MySQL/MariaDB server: it greeted as Tarantool "
+                                               "(read it with tarantool-replication)")
+        if len(head) > 4 and head[3] == 0 and head[4] in (HANDSHAKE_V10, 0xFF):
+            return None  # a MySQL greeting (or its error packet): the handshake's own error says what failed
+        shown = head[:24].decode("ascii", "replace").strip()
+        return SourceError(s.source, None, f"{where} is not a MySQL/MariaDB server: its greeting starts {shown!r}")
 
     def close(self) -> None:
         self._stop.set()
@@ -202,9 +250,11 @@ class ReplicationClient:
                 text += " (a start position inside an event reads as a huge event: use a transaction boundary)"
         elif code == ER_SLAVE_SAME_ID:
             text += " (another reader uses the same serverId: give each query its own serverId range)"
-        elif code in (CR_SERVER_LOST, CR_SERVER_GONE):
+        elif code in (CR_SERVER_LOST, CR_SERVER_GONE) and doing != "cannot connect":
             text += (" (the dump thread was killed, the server restarted, another reader took over the same "
                      "serverId, or net_write_timeout expired)")
+        if code in UNAVAILABLE_CODES:
+            return UnavailableError(source, position, text)
         return SourceError(source, position, text)
 
     # -- queries ----------------------------------------------------------------------------------------------

@@ -23,11 +23,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DataLossError, EncryptedBinlogError, OptionError, SourceError
+from ..errors import DataLossError, EncryptedBinlogError, OptionError, SourceError, UnavailableError
 from ..filters import Predicate
 from ..fs import FileEntry
 from ..logformat import Split
 from ..options import OptionMap
+from ..streaming.dirtail import past_end
+from ..streaming.retry import RECONNECT_OPTION, parse_reconnect
 from ..streaming.stream import LogStream, Offset, ReadBudget
 from .client import ConnectionSettings, ReplicationClient, parse_uri
 from .format import MysqlBinlogFormat
@@ -40,7 +42,8 @@ __all__ = ["LiveSlice", "MysqlReplicationFormat", "ReplicationStream", "read_liv
 
 log = logging.getLogger(__name__)
 
-LIVE_OPTIONS = ("uri", "password", "serverId", "endingPosition", "heartbeatInterval", "connectTimeout")
+LIVE_OPTIONS = ("uri", "password", "serverId", "endingPosition", "heartbeatInterval", "connectTimeout",
+                RECONNECT_OPTION)
 DEFAULT_SERVER_ID = 4_200_000_000
 
 
@@ -57,39 +60,54 @@ class LiveSlice:
 
 def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: BinlogReadOptions,
                     predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
-    """The batches of one slice: the same rows the file reader gives for ``[start, stop)`` of that file."""
+    """The batches of one slice: the same rows the file reader gives for ``[start, stop)`` of that file.
+
+    A connection lost mid-slice (a server restart, a failover) is reopened for up to ``reconnectTimeout`` and the
+    dump resumes at the event after the last one read, so each row is given once.
+    """
     view = ViewWriter(f"{settings.source}/{slice_.file}", options, predicates)
     machine: TransactionMachine | None = None
     reached = slice_.start >= slice_.stop
+    resume = slice_.start  # the next event to read: where a reconnect resumes the dump
     where = f"{slice_.file}:{slice_.start}"
-    with ReplicationClient(settings, verify_checksums=options.common.verify_checksums) as client:
-        for item in client.dump(slice_.file, slice_.start, slice_.server_id) if not reached else ():
-            if item.file != slice_.file:
-                reached = True  # the file ended (ROTATE): nothing of it is left
-                break
-            ev = item.event
-            where = f"{slice_.file}:{ev.next_pos}"
-            if ev.pos >= slice_.stop:
-                reached = True
-                break
-            if machine is None:
-                machine = TransactionMachine(item.fde, options, view)
-            elif machine.fde is not item.fde:
-                machine.set_format(item.fde)
-            try:
-                machine.feed(ev)
-            except EncryptedBinlogError as exc:
-                view.bad(ev.pos, None, exc)
-                reached = True
-                break
-            if view.full():
-                yield from view.emit()
-            if ev.next_pos >= slice_.stop:
-                reached = True
-                break
-    if not reached:
-        raise SourceError(settings.source, where, f"the server ended the dump before {slice_.file}:{slice_.stop} "
-                                                  "(binlog purged or the server restarted while reading?)")
+    backoff = settings.reconnect.backoff()
+    while not reached:
+        try:
+            with ReplicationClient(settings, verify_checksums=options.common.verify_checksums) as client:
+                for item in client.dump(slice_.file, resume, slice_.server_id):
+                    if item.file != slice_.file:
+                        reached = True  # the file ended (ROTATE): nothing of it is left
+                        break
+                    ev = item.event
+                    where = f"{slice_.file}:{ev.next_pos}"
+                    if ev.pos >= slice_.stop:
+                        reached = True
+                        break
+                    if machine is None:
+                        machine = TransactionMachine(item.fde, options, view)
+                    elif machine.fde is not item.fde:
+                        machine.set_format(item.fde)
+                    try:
+                        machine.feed(ev)
+                    except EncryptedBinlogError as exc:
+                        view.bad(ev.pos, None, exc)
+                        reached = True
+                        break
+                    resume = ev.next_pos
+                    if backoff.tries:
+                        backoff.succeeded()  # reading again: a later loss gets the whole timeout anew
+                    if view.full():
+                        yield from view.emit()
+                    if ev.next_pos >= slice_.stop:
+                        reached = True
+                        break
+        except UnavailableError as exc:
+            backoff.failed(exc, f"reading {slice_.file}:{resume}")
+            continue
+        if not reached:
+            raise SourceError(settings.source, where, f"the server ended the dump before {slice_.file}:"
+                                                      f"{slice_.stop} (binlog purged or the server restarted "
+                                                      "while reading?)")
     if machine is not None:
         machine.finish()
     yield from view.emit()
@@ -112,15 +130,20 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
     def __init__(self, options: Any = None) -> None:
         opts = dict(options or {})
-        opts.setdefault("path", "live")  # no files: the base class wants a path
+        if not any(opts.get(k) for k in opts if k.lower() in ("path", "paths")):
+            opts["path"] = "live"  # no files: the base class wants a path
         super().__init__(opts)
 
     def _parse_options(self, opts: OptionMap) -> None:
+        if (opts.string("view") or "").strip().lower() == "table":
+            # checked first: the base format would report view=table's own options (table, password) instead
+            raise OptionError("view", "view=table is not available on mysql-replication yet (it reads binlog "
+                                      "files: use mysql-binlog on the server's binlog directory)")
         super()._parse_options(opts)
         heartbeat = opts.seconds("heartbeatInterval", 1.0, minimum=0.05, maximum=3600)
         connect_timeout = opts.seconds("connectTimeout", 10.0, minimum=0, exclusive_minimum=True)
         self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
-                                  connect_timeout=connect_timeout)
+                                  connect_timeout=connect_timeout, reconnect=parse_reconnect(opts))
         self.server_id_base = opts.integer("serverId", DEFAULT_SERVER_ID, minimum=1, maximum=(1 << 32) - 1025)
         self.starting = parse_starting_position(opts.string("startingPosition"))
         ending = (opts.string("endingPosition") or "latest").strip()
@@ -138,8 +161,6 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
             if value is not None:
                 raise OptionError(name, "applies to binlog files; a live server's range is startingPosition / "
                                         "endingPosition")
-        if self.view == "table":
-            raise OptionError("view", "view=table reads binlog files (mysql-binlog); it is not available live")
         self.live_options = self.read_options
 
     def extra_allowed_options(self) -> Iterable[str]:
@@ -191,6 +212,9 @@ class ReplicationStream(LogStream):
         return BinlogPosition(kind, server_id, uuid, file, pos, gtid)
 
     def initial_offset(self) -> Offset:
+        return self.fmt.settings.reconnect.call(self._initial_offset, "finding the starting position")
+
+    def _initial_offset(self) -> Offset:
         starting = self.fmt.starting
         if starting.mode == "position":
             assert starting.position is not None
@@ -221,8 +245,18 @@ class ReplicationStream(LogStream):
 
     def _resolve(self, cur: BinlogPosition, logs: list[tuple[str, int]]) -> BinlogPosition:
         names = [name for name, _size in logs]
-        if cur.file in names or not logs:
+        if cur.file in names:
+            size = dict(logs)[cur.file]
+            if cur.pos > size and cur.file != names[-1]:
+                # a finished binlog: no event can ever start past its end
+                raise past_end(self.fmt.settings.source, cur.describe(), cur.file, size)
             return cur
+        if not logs:
+            return cur
+        if cur.file.rpartition(".")[0] != logs[-1][0].rpartition(".")[0]:
+            raise SourceError(self.fmt.settings.source, cur.describe(),
+                              f"the server has no binlog {cur.file}: its binlogs are {logs[0][0]} … {logs[-1][0]} "
+                              "(a position of another server?)")
         if binlog_number(cur.file) > binlog_number(logs[-1][0]):
             # a live server always lists the file it writes: a newer name is another server's, or RESET MASTER
             raise SourceError(self.fmt.settings.source, cur.describe(),
@@ -236,6 +270,10 @@ class ReplicationStream(LogStream):
         return cur.moved(logs[0][0], FILE_START, None)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
+        return self.fmt.settings.reconnect.call(lambda: self._latest_offset(start, budget),
+                                                "asking for the newest position")
+
+    def _latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         with self.fmt.client() as client:
             logs = client.binary_logs()
             cur = self._resolve(BinlogPosition.from_offset(start), logs)
@@ -272,8 +310,7 @@ class ReplicationStream(LogStream):
         first, last = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
         if (first.file, first.pos) == (last.file, last.pos):
             return []
-        with self.fmt.client() as client:
-            logs = client.binary_logs()
+        logs = self.fmt.settings.reconnect.call(self._binary_logs, "listing the binlogs")
         first = self._resolve(first, logs)
         names = [name for name, _size in logs]
         if last.file not in names:
@@ -286,6 +323,10 @@ class ReplicationStream(LogStream):
             if stop > begin:
                 slices.append(LiveSlice(name, begin, stop, self.fmt.server_id_base + i))
         return slices
+
+    def _binary_logs(self) -> list[tuple[str, int]]:
+        with self.fmt.client() as client:
+            return client.binary_logs()
 
     def read_slice(self, slice_: Any) -> Iterator[pa.RecordBatch]:
         yield from read_live_slice(self.fmt.settings, slice_, self.fmt.live_options)

@@ -29,7 +29,7 @@ import pyarrow.fs as pafs
 
 from ..errors import CorruptDataError, DataLossError, OptionError
 from ..fs import display_name, locate, open_input
-from ..streaming.dirtail import data_loss, one_directory
+from ..streaming.dirtail import Awaiting, data_loss, one_directory, past_end
 from ..streaming.stream import LogStream, Offset, ReadBudget
 from . import event_types as et
 from .boundaries import last_boundary
@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 _FDE_FLAGS_AT = 4 + 17
 _FLAG_IN_USE = 0x01
 _NOT_BINLOGS = (".index", ".info", ".state", ".pid", ".err", ".cnf", ".log", ".tmp", ".lock")
+#: The offset's file before the first binlog: a stream started on a directory the server has not written to yet.
+BEFORE_FIRST = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,8 @@ class BinlogDirStream(LogStream):
         self.directory = one_directory(fmt.paths, "binlog directory").rstrip("/") or "/"
         self.options = fmt.stream_options
         self.read_options = dataclasses.replace(fmt.read_options, start_position=None, stop_position=None)
+        self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
+        self.awaiting = Awaiting()
 
     # -- listing ----------------------------------------------------------------------------------------------
     def _files(self) -> list[BinlogFileEntry]:
@@ -163,8 +167,8 @@ class BinlogDirStream(LogStream):
             raise OptionError("startingPosition", "a GTID start needs the live source (mysql-replication); a "
                                                   "directory stream starts at earliest, latest or a file position")
         files = self._files()
-        if not files:
-            raise OptionError("path", f"no binlog in {display_name(self.directory)} yet")
+        if not files:  # wait for the first binlog, as the Tarantool tailer and Spark's file source do
+            return BinlogPosition("mariadb", None, None, BEFORE_FIRST, FILE_START).to_offset()
         first = self._at_file_start(files[0])
         if starting.mode == "earliest":
             return first.to_offset()
@@ -183,6 +187,8 @@ class BinlogDirStream(LogStream):
         names = [e.name for e in files]
         if cur.file in names:
             return cur
+        if cur.file == BEFORE_FIRST:  # started before any binlog: the first one, from its start
+            return self._at_file_start(files[0]) if files else None
         if not files or binlog_number(cur.file) > binlog_number(files[-1].name):
             return None  # not written yet
         oldest = files[0]
@@ -192,12 +198,16 @@ class BinlogDirStream(LogStream):
         return self._at_file_start(oldest)
 
     def _data_loss(self, missing: str) -> None:
-        data_loss(display_name(self.directory), missing, fail=self.options.fail_on_data_loss)
+        data_loss(display_name(self.directory), missing, fail=self.options.fail_on_data_loss, warned=self.losses)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         files = self._files()
-        cur = self._resolve(BinlogPosition.from_offset(start), files)
+        wanted = BinlogPosition.from_offset(start)
+        cur = self._resolve(wanted, files)
         if cur is None:
+            newest = f"the newest there is {files[-1].name}" if files else "none is there yet"
+            awaited = "the first binlog" if wanted.file == BEFORE_FIRST else wanted.file
+            self.awaiting.note(display_name(self.directory), f"{awaited} to appear ({newest})")
             return start
         names = [e.name for e in files]
         taken_bytes = 0
@@ -212,6 +222,12 @@ class BinlogDirStream(LogStream):
             if identity is None:
                 break  # the file's head is not written yet
             kind, server_id, in_use = identity
+            if cur.pos > entry.size:
+                if closed or not in_use:
+                    raise past_end(display_name(self.directory), cur.describe(), entry.name, entry.size)
+                self.awaiting.note(display_name(self.directory), f"{entry.name} to reach byte {cur.pos} (it has "
+                                                                 f"{entry.size} bytes)")
+                break
             room = None if budget.max_bytes is None else max(budget.max_bytes - taken_bytes, 1)
             rest = entry.size - cur.pos
             if closed and not in_use and (room is None or rest <= room):

@@ -203,9 +203,12 @@ class TransactionMachine:
         if table_map is None:
             table_map = decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
             if table_map.columns and all(c.name is None for c in table_map.columns):
-                name = f"{table_map.database}.{table_map.table}"
-                warn_once(("no-names", name), "%s: rows of %s carry no column names (the server wrote them with "
-                          "binlog_row_metadata other than FULL): images are keyed @1, @2, ...", self.path, name)
+                # once per source (the directory, or the server), not per table or file: one fix serves them all
+                source = self.path.rpartition("/")[0] or self.path
+                warn_once(("no-names", source), "%s: rows carry no column names (the server logged them without "
+                          "column metadata; first seen for %s.%s): images are keyed @1, @2, ...; to get named, "
+                          "typed columns read one table with view=table (docs/formats/mysql-typed.md)", source,
+                          table_map.database, table_map.table)
             if len(self._table_map_cache) >= TABLE_MAP_CACHE_SIZE:
                 self._table_map_cache.clear()
             self._table_map_cache[key] = table_map

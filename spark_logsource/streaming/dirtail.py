@@ -15,17 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from spark_logsource.errors import DataLossError, OptionError
+from spark_logsource.errors import DataLossError, OptionError, SourceError
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.stream import ReadBudget
 
 __all__ = [
     "STREAM_OPTIONS",
+    "Awaiting",
     "StreamOptions",
     "Taken",
     "data_loss",
     "one_directory",
     "parse_stream_options",
+    "past_end",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,10 +119,46 @@ def one_directory(paths: list[str], what: str) -> str:
 
 
 def data_loss(source: str, missing: str, *, fail: bool,
-              then: str = "continuing from the oldest position still there") -> None:
+              then: str = "continuing from the oldest position still there", warned: set[str] | None = None,
+              key: str | None = None) -> None:
     """``missing`` is gone: DataLossError, or with ``failOnDataLoss=false`` (``fail`` False) a warning saying
-    what reading does ``then``."""
+    what reading does ``then``.
+
+    ``warned``: the losses a stream already reported, by ``key`` (default: ``missing``). The driver meets one
+    loss at least twice (finding the newest offset, then planning the same range): the user reads about it once.
+    """
     if fail:
         raise DataLossError(source, missing) from None
+    if warned is not None:
+        if (key or missing) in warned:
+            return
+        warned.add(key or missing)
     log.warning("%s: data loss: %s is no longer available; %s (failOnDataLoss=false)", source, missing, then)
 
+
+class Awaiting:
+    """What a directory stream is waiting for (a file not written yet, a file to grow), logged once per thing.
+
+    A stream that returns its start offset again and again says why, so a wait on a position that may still come
+    is never silent; a position that cannot come is an error instead (:func:`past_end`).
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def note(self, source: str, what: str) -> None:
+        if what != self._last:
+            log.warning("%s: waiting for %s", source, what)
+            self._last = what
+
+    def clear(self) -> None:
+        self._last = None
+
+
+def past_end(source: str, position: str, file: str, size: int) -> SourceError:
+    """The error for a position beyond the end of a finished file: no record can ever start there."""
+    return SourceError(source, position, f"the position is past the end of {file}, which is finished at byte "
+                                         f"{size}: no record starts there (a position from another directory, or "
+                                         "mistyped?)")

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgpack
 
-from spark_logsource.errors import AuthenticationError, SourceError
+from spark_logsource.errors import AuthenticationError, SourceError, UnavailableError
 from spark_logsource.native import load_kernel
 from spark_logsource.net import Secret, connect_tcp, os_reason, parse_server_uri
 from spark_logsource.tarantool.mpext import ext_hook
@@ -156,8 +156,8 @@ class Ballot:
     gc_vclock: dict[int, int]
 
 
-class ConnectionLost(SourceError):
-    """The TCP connection broke or the server closed it: worth reconnecting."""
+class ConnectionLost(UnavailableError):
+    """The TCP connection broke, was refused, or the server closed it: worth reconnecting."""
 
 
 class ServerError(SourceError):

@@ -18,7 +18,7 @@ the range's end. See the docs for what that first range guarantees (it is not re
 Driver calls (:meth:`LiveStream.initial_offset`, :meth:`LiveStream.latest_offset`, :meth:`LiveStream.plan`)
 open a short connection each (VOTE, AUTH, SELECT of the replicaset UUID). :meth:`LiveStream.read_slice`
 opens its own connection, SUBSCRIBEs from ``start``, acknowledges on a timer, reads until every origin is past
-``end``, and closes; it reconnects after a lost connection (for up to ``readTimeout``) and resumes after the
+``end``, and closes; it reconnects after a lost connection (for up to ``reconnectTimeout``) and resumes after the
 last row it received, so a slice gives each row once even across a server restart.
 """
 
@@ -68,7 +68,6 @@ VClock = dict[int, int]
 
 _UINT_SIZE = {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}
 _GAP_RE = re.compile(r"between LSN \d+ (\{[^}]*\}) and \d+ (\{[^}]*\})")
-_RECONNECT_PAUSE = (0.05, 0.1, 0.2, 0.5, 1.0)
 _READY_BYTES = 4 << 20
 
 
@@ -170,7 +169,10 @@ class LiveStream(LogStream):
         return conn
 
     def server_state(self) -> tuple[str, Ballot]:
-        """(replicaset UUID, ballot) of the server, from one short connection."""
+        """(replicaset UUID, ballot) of the server, from one short connection (retried: ``reconnectTimeout``)."""
+        return self.fmt.reconnect.call(self._server_state, "asking for the server's vclock")
+
+    def _server_state(self) -> tuple[str, Ballot]:
         with self._connect() as conn:
             ballot = conn.vote()
             return conn.replicaset_uuid(), ballot
@@ -296,7 +298,7 @@ class _RangeReader:
     # --- the loop ---
     def run(self) -> Iterator[pa.RecordBatch]:
         conn: IprotoConnection | None = None
-        lost_since: float | None = None
+        backoff = self.fmt.reconnect.backoff()
         snapshot_pending = self.slice.snapshot
         try:
             while snapshot_pending or self.pending:
@@ -308,23 +310,15 @@ class _RangeReader:
                         if not self.pending:
                             break
                     self._subscribe(conn)
-                    lost_since = None
+                    backoff.succeeded()
                     yield from self._stream(conn)
                 except ConnectionLost as exc:
                     if snapshot_pending and self._snapshot_started:
                         raise SourceError(self.source, self.position(),
                                           f"connection lost during the snapshot ({exc.reason}); the snapshot "
                                           "cannot be resumed, the task must be retried") from None
-                    now = time.monotonic()
-                    lost_since = lost_since if lost_since is not None else now
-                    if now - lost_since > self.fmt.read_timeout:
-                        raise SourceError(self.source, self.position(),
-                                          f"{exc.reason}; no reconnect succeeded for {self.fmt.read_timeout:g} s "
-                                          "(readTimeout)") from None
-                    log.warning("%s: %s; reconnecting to resume at %s", self.source, exc.reason,
-                                vclock_text(self.received))
                     conn = self._close(conn)
-                    time.sleep(_RECONNECT_PAUSE[min(int(now - lost_since), len(_RECONNECT_PAUSE) - 1)])
+                    backoff.failed(exc, f"reading; resuming at vclock {vclock_text(self.received)}")
                 except XlogGapError as exc:
                     conn = self._close(conn)
                     self._data_loss(exc)

@@ -11,7 +11,10 @@ Options (case-insensitive):
   server keeps), ``snapshot`` (the whole state first, then the changes), or a JSON vclock ``{"1": 5120}`` /
   an offset JSON returned by a previous run.
 - ``endingPosition`` (batch only): ``latest`` (default) or a JSON vclock / offset.
-- ``readTimeout`` (seconds, default 10): longest wait for any byte (rows or heartbeats) and for reconnecting.
+- ``readTimeout`` (seconds, default 10): longest wait for any byte (rows or heartbeats) on a connection.
+- ``reconnectTimeout`` (seconds, default 300; 0: no retry): how long a refused or lost connection is retried,
+  with growing pauses, each try logged at WARNING (:mod:`spark_logsource.streaming.retry`), on the driver and
+  in reading tasks (which resume after the last row received) — a server restart or failover is ridden through.
 - ``ackInterval`` (seconds, default 0.25): how often the reader acknowledges (the server drops a replica silent
   for 4 × its ``replication_timeout``).
 - ``failOnDataLoss`` (default true): fail with DataLossError when the server's xlogs for the range are gone;
@@ -34,6 +37,7 @@ from spark_logsource.filters import Predicate, filter_batches
 from spark_logsource.fs import FileEntry
 from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.options import OptionMap
+from spark_logsource.streaming.retry import parse_reconnect
 from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint, Secret
 from spark_logsource.tarantool.format import TUPLE_FORMATS, TarantoolXlogFormat, row_filters
 from spark_logsource.tarantool.live import LiveSlice, LiveStream, parse_offset
@@ -74,6 +78,10 @@ class TarantoolReplicationFormat(LogFormat):
         return f"TarantoolReplicationFormat({self.endpoint.display})"
 
     def _parse_options(self, opts: OptionMap) -> None:
+        view = opts.string("view")
+        if view is not None:
+            raise OptionError("view", f"view={view} is available on tarantool-xlog only for now (files of a "
+                                      "wal_dir / memtx_dir); tarantool-replication gives the log's rows")
         uri = opts.string("uri")
         if uri is None and len(self.paths) == 1:
             uri = self.paths[0]
@@ -87,6 +95,7 @@ class TarantoolReplicationFormat(LogFormat):
         self.batch_starting_position = _position(opts, "startingPosition", "earliest", _NAMED_POSITIONS)
         self.ending_position = _position(opts, "endingPosition", "latest", ("latest",))
         self.read_timeout = opts.seconds("readTimeout", 10.0, minimum=0.05)
+        self.reconnect = parse_reconnect(opts)
         self.ack_interval = opts.seconds("ackInterval", 0.25, minimum=0.01)
         self.fail_on_data_loss = opts.boolean("failOnDataLoss", True)
         self.max_rows_per_trigger = opts.integer("maxRowsPerTrigger", None, minimum=1)

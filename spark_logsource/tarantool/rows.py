@@ -24,11 +24,12 @@ Semantics, row by row (all integers below are Python ``int``; "uint" means a non
   be < 2^63.  ``is_commit``: ``True`` when the row has no TSN, else ``bool(flags & 1)`` (flags 0 when absent).
 - ``timestamp``: ``round(ts * 1e6)`` (round-half-even on the double) microseconds, ``None`` when header 0x04 is
   absent; a non-finite timestamp or one outside int64 microseconds is an error.
-- Body: a map whose keys are all uints.  ``space_id`` = body 0x10, ``index_id`` = body 0x11 (``None`` when
-  absent; uints < 2^31).  ``key`` = body 0x20.  For UPDATE (4) body 0x21 is the operations: ``ops`` = body
-  0x21, ``tuple`` = None (and a body 0x28 of an UPDATE goes to ``extra``); for every other type ``tuple`` = body
-  0x21 and ``ops`` = body 0x28.  A value present in the file (even msgpack nil) is encoded; an absent one is
-  ``None``.
+- Body: a map whose keys are all uints.  ``space_id`` = body 0x10, ``index_id`` = body 0x11 (uints < 2^31;
+  ``None`` when absent, except that a row naming a space without an index gets ``index_id`` 0: Tarantool reads
+  an absent index id as 0, the primary index).  ``key`` = body 0x20.  For UPDATE (4) body 0x21 is the
+  operations: ``ops`` = body 0x21, ``tuple`` = None (and a body 0x28 of an UPDATE goes to ``extra``); for every
+  other type ``tuple`` = body 0x21 and ``ops`` = body 0x28.  A value present in the file (even msgpack nil) is
+  encoded; an absent one is ``None``.
 - ``extra``: a dict of every other header key (those not listed as columns above: 0x01, 0x05, 0x06, 0x09,
   0x0a, ...) in file order, then every other body key in file order, named by :mod:`names`
   (``header_key_name`` / ``body_key_name(type, code)``); a body name equal to a header name already present
@@ -170,6 +171,8 @@ def _scalars(header: dict[int, Any], body: dict[int, Any] | None) -> tuple[Any, 
             space_id = _uint(body[_B_SPACE_ID], "space_id", _INT31)
         if _B_INDEX_ID in body:
             index_id = _uint(body[_B_INDEX_ID], "index_id", _INT31)
+        elif space_id is not None:
+            index_id = 0  # Tarantool's request default: the primary index
     return lsn, replica_id, tsn, is_commit, timestamp, names.type_name(rtype), group_id, space_id, index_id
 
 

@@ -43,7 +43,15 @@ from spark_logsource.filters import filter_batches
 from spark_logsource.fs import FileEntry, PathNotFoundError, display_name, locate, open_input
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming import dirtail
-from spark_logsource.streaming.dirtail import STREAM_OPTIONS, StreamOptions, Taken, data_loss, one_directory
+from spark_logsource.streaming.dirtail import (
+    STREAM_OPTIONS,
+    Awaiting,
+    StreamOptions,
+    Taken,
+    data_loss,
+    one_directory,
+    past_end,
+)
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 from spark_logsource.tarantool.blocks import (
     EOF_MAGIC,
@@ -111,6 +119,8 @@ class TarantoolDirStream(LogStream):
         self.options: StreamOptions[str | DirPosition] = fmt.stream_options
         self._metas: dict[str, XlogMeta] = {}  # driver-side cache: xlog metas never change once written
         self._names_cache: tuple[int, float, list[str]] | None = None  # (dir mtime_ns, listed at, xlog names)
+        self.awaiting = Awaiting()
+        self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"fmt": self.fmt, "directory": self.directory, "options": self.options}
@@ -119,6 +129,7 @@ class TarantoolDirStream(LogStream):
         self.__dict__.update(state)
         self._metas = {}
         self._names_cache = None
+        self.losses = set()
 
     # --- listing ------------------------------------------------------------------------------------------------
     def _list(self, since: str | None = None) -> list[FileEntry]:
@@ -248,6 +259,12 @@ class TarantoolDirStream(LogStream):
                 cur = dataclasses.replace(cur, pos=meta.data_offset)
             nxt = files[i + 1] if i + 1 < len(files) else None
             nxt_meta = self._meta(nxt) if nxt is not None else None
+            if cur.pos > entry.size:
+                if nxt is not None or _ends_with_eof(entry):  # finished: no block can ever start there
+                    raise past_end(display_name(self.directory), cur.describe(), cur.file, entry.size)
+                self.awaiting.note(display_name(self.directory),
+                                   f"{cur.file} to reach byte {cur.pos} (it has {entry.size} bytes)")
+                return cur.to_offset()
             if nxt is None or nxt_meta is None:  # the active file (or its successor is not readable yet)
                 return self._walk(entry, cur, taken, closed=False).to_offset()
             self._check_instance(cur, nxt_meta, nxt)
@@ -316,7 +333,7 @@ class TarantoolDirStream(LogStream):
     def _data_loss(self, at: DirPosition, upto: dict[int, int] | None, why: str) -> None:
         upto_text = "an unknown vclock" if upto is None else f"vclock {vclock_text(upto)}"
         missing = f"rows after vclock {vclock_text(at.vclock)} ({at.describe()}) up to {upto_text} ({why})"
-        data_loss(self.directory, missing, fail=self.options.fail_on_data_loss)
+        data_loss(self.directory, missing, fail=self.options.fail_on_data_loss, warned=self.losses)
 
     def _walk(self, entry: FileEntry, cur: DirPosition, taken: Taken, *, closed: bool) -> DirPosition:
         """Walk blocks of ``entry`` from ``cur`` while the budget allows; the boundary reached."""
@@ -414,6 +431,18 @@ class TarantoolDirStream(LogStream):
 
 
 _XLOG_NAME = re.compile(r"^\d{1,20}\.xlog$")
+
+
+def _ends_with_eof(entry: FileEntry) -> bool:
+    """Whether the xlog ends with its EOF marker (Tarantool closed it: it never grows again)."""
+    if entry.size < len(EOF_MAGIC):
+        return False
+    try:
+        with open_input(entry.uri) as f:
+            f.seek(entry.size - len(EOF_MAGIC))
+            return f.read(len(EOF_MAGIC)) == EOF_MAGIC
+    except (FileNotFoundError, OSError):
+        return False
 
 
 def _is_xlog_name(name: str) -> bool:

@@ -1,5 +1,6 @@
 """Faults while a live dump is running: the dump thread killed (``KILL``), a second reader taking the same server id.
-Each ends in a clear :class:`SourceError` naming the server and the position, never a hang or a silent short read."""
+Each ends in a clear :class:`SourceError` naming the server and the position, never a hang or a silent short read;
+a killed dump is reconnected and resumed after its last event (``reconnectTimeout``), each row once."""
 
 from __future__ import annotations
 
@@ -48,12 +49,15 @@ def _dump_threads(server: Any) -> list[int]:
 
 
 def _slow_read(server: Any, name: str, size: int, server_id: int, started: threading.Event,
-               result: dict[str, Any]) -> None:
-    fmt = make_format("mysql-replication", [], {"uri": server.uri, "password": CDC_PASSWORD, "batchSize": "20"})
+               result: dict[str, Any], reconnect_timeout: str = "0") -> None:
+    fmt = make_format("mysql-replication", [], {"uri": server.uri, "password": CDC_PASSWORD, "batchSize": "20",
+                                                "reconnectTimeout": reconnect_timeout, "rowFormat": "json"})
     rows = 0
+    result["table"] = []
     try:
         for batch in read_live_slice(fmt.settings, LiveSlice(name, 4, size, server_id), fmt.live_options):
             rows += len(batch)
+            result["table"].append(batch)
             started.set()
             time.sleep(0.01)
     except SourceError as exc:
@@ -77,6 +81,25 @@ def test_killed_dump_thread_is_a_clear_error(stream_server: Any, big_file: tuple
     assert error is not None, "the killed dump did not end the read silently short"
     assert result["rows"] < TRANSACTIONS, "the server was killed before it had sent everything"
     assert f"127.0.0.1:{stream_server.port}" in str(error) and name in str(error)
+
+
+def test_killed_dump_thread_is_resumed_after_its_last_event(stream_server: Any, big_file: tuple[str, int]) -> None:
+    """With ``reconnectTimeout`` (the default), a killed dump reconnects and resumes: every row once."""
+    name, size = big_file
+    started, result = threading.Event(), {}
+    reader = threading.Thread(target=_slow_read, args=(stream_server, name, size, 4550, started, result, "60"))
+    reader.start()
+    assert started.wait(60)
+    killed = _dump_threads(stream_server)
+    for thread_id in killed:
+        stream_server.execute(f"KILL {thread_id}")
+    reader.join(300)
+    assert not reader.is_alive(), "no hang"
+    assert killed and "error" not in result, result.get("error")
+    got = pa.Table.from_batches(result["table"])
+    files = spark_logsource.read("mysql-binlog", str(stream_server.binlog_dir / name), rowFormat="json")
+    assert got.num_rows == files.num_rows == TRANSACTIONS
+    assert got.drop_columns(["file"]).equals(files.drop_columns(["file"]))
 
 
 def test_two_readers_with_one_server_id(stream_server: Any, big_file: tuple[str, int]) -> None:

@@ -54,7 +54,7 @@ QUERIES = [
     "space_id IN (280, 288) AND lsn >= 10",
     "lsn > 5 AND lsn <= 40 AND type = 'INSERT'",
     "replica_id = 1 AND tsn < 30",
-    "type <=> 'INSERT' AND index_id IS NULL AND file_type = 'SNAP' AND is_commit",
+    "type <=> 'INSERT' AND index_id = 0 AND file_type = 'SNAP' AND is_commit",
     "timestamp >= timestamp'2016-01-01 00:00:00' AND timestamp < timestamp'2030-01-01 00:00:00'",
     "type LIKE 'INS%' AND replica_id IS NOT NULL",
 ]

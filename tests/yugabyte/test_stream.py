@@ -35,7 +35,7 @@ def _follow(directory: Path, start: dict[str, Any] | None = None, **options: Any
     end = start
     for batch, offset in follow_stream(stream, stop_when_idle=True):
         rows += batch.to_pylist()
-        end = offset
+        end = offset if offset is not None else end
     if end is None:
         end = stream.initial_offset()
     return rows, end

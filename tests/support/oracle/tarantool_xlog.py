@@ -360,7 +360,8 @@ def expected_row(row: OracleRow) -> ExpectedRow:
             extra[name] = plain(value)
     if b is not None:
         cols["space_id"] = _int_or(b, "space_id", None)
-        cols["index_id"] = _int_or(b, "index_id", None)
+        # Tarantool decodes an absent index id of a request as 0 (the primary index)
+        cols["index_id"] = _int_or(b, "index_id", None if cols["space_id"] is None else 0)
         for name, value in b.items():
             column = {"key": "key", "operations": "ops", "tuple": "ops" if rtype == "UPDATE" else "tuple"}.get(name)
             if column is not None:

@@ -1,0 +1,61 @@
+"""A stand-in on a stopped server's port: it accepts each connection and closes it at once, counting them.
+
+What a client meets while a database restarts behind a proxy or a load balancer, and a state a test can wait
+for: "the client has tried to reconnect at least N times" (instead of sleeping and hoping it did).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+
+class PortStandIn:
+    """Listens on ``127.0.0.1:port`` until :meth:`close`; :attr:`accepted` counts the connections it closed."""
+
+    def __init__(self, port: int, timeout: float = 30.0) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        deadline = time.monotonic() + timeout
+        while True:  # the server's own socket may take a moment to go
+            try:
+                self.sock.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.listen(16)
+        self.accepted = 0
+        self._thread = threading.Thread(target=self._serve, name="port-stand-in", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            client.close()
+
+    def wait_for(self, count: int, timeout: float = 120.0) -> bool:
+        """Whether ``count`` connections came within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.accepted < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.accepted >= count
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not on Linux)
+        self.sock.close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> PortStandIn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
