@@ -14,6 +14,8 @@ garbage collector. The stream:
   when it is read;
 - cuts a range into one slice per file segment (and ``maxPartitionBytes`` pieces), each read on an executor
   with the batch reader restricted to exactly that byte range;
+- awaits (with one log line) a position in an xlog named after every file there, while the newest xlog holds no
+  row past its vclock: the collector deletes the oldest files first, so such a file was never written;
 - reports data loss when a file it needs was collected: :class:`DataLossError` naming the vclock range, or with
   ``failOnDataLoss=false`` a warning and a jump to the oldest file still there.
 
@@ -121,6 +123,7 @@ class TarantoolDirStream(LogStream):
         self._names_cache: tuple[int, float, list[str]] | None = None  # (dir mtime_ns, listed at, xlog names)
         self.awaiting = Awaiting()
         self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
+        self._written: tuple[str, DirPosition] | None = None  # how far the newest xlog was read while awaiting
 
     def __getstate__(self) -> dict[str, Any]:
         return {"fmt": self.fmt, "directory": self.directory, "options": self.options}
@@ -130,6 +133,7 @@ class TarantoolDirStream(LogStream):
         self._metas = {}
         self._names_cache = None
         self.losses = set()
+        self._written = None
 
     # --- listing ------------------------------------------------------------------------------------------------
     def _list(self, since: str | None = None) -> list[FileEntry]:
@@ -284,7 +288,7 @@ class TarantoolDirStream(LogStream):
     def _resolve(self, cur: DirPosition, files: list[FileEntry]) -> DirPosition | None:
         """``cur``, or where reading goes on when its file was collected (data loss unless it was read whole)."""
         if not files:
-            if cur.file is not None and not self._checkpointed_at(cur):
+            if cur.file is not None and not self._awaits_next(cur) and not self._checkpointed_at(cur):
                 self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
             return None
         if cur.file is None:
@@ -305,6 +309,42 @@ class TarantoolDirStream(LogStream):
         if not same_vclock(nxt_meta.vclock, cur.vclock):
             self._data_loss(cur, nxt_meta.vclock, f"{cur.file} was removed before it was read to its end")
         return self._at_start_of(nxt, nxt_meta)
+
+    def _awaits_next(self, cur: DirPosition) -> bool:
+        """True when ``cur`` names an xlog after every file there and it may still be written: awaited, said once.
+
+        The collector deletes the oldest files first, so a file named after one still there was never written
+        (not collected). It can still come when the newest xlog holds no row past ``cur``'s vclock (the instance
+        opens its next xlog at the vclock its last row reached); when it does, ``cur`` can never come
+        (SourceError). With no older xlog either, the caller decides between a checkpoint and data loss.
+        """
+        older = [e for e in self._list() if _name(e.uri) < (cur.file or "")]
+        if not older:
+            return False
+        newest = older[-1]
+        meta = self._meta(newest)
+        if meta is None:
+            return True  # its header is being written: look again at the next poll
+        self._check_instance(cur, meta, newest)
+        written = self._written_to(newest, meta).vclock
+        if any(lsn > cur.vclock.get(r, 0) for r, lsn in written.items()):
+            raise SourceError(display_name(self.directory), cur.describe(),
+                              f"{cur.file} can never be written: {_name(newest.uri)}, the newest xlog, already "
+                              f"holds rows up to vclock {vclock_text(written)}, past this position's vclock (a "
+                              "position from another directory, or mistyped?)")
+        self.awaiting.note(display_name(self.directory),
+                           f"{cur.file} to be written (the newest xlog is {_name(newest.uri)}, with rows up to "
+                           f"vclock {vclock_text(written)}; the position is at vclock {vclock_text(cur.vclock)})")
+        return True
+
+    def _written_to(self, entry: FileEntry, meta: XlogMeta) -> DirPosition:
+        """The end of the complete blocks of ``entry`` (with its vclock), read on from the last look at it."""
+        known = self._written
+        cur = known[1] if known is not None and known[0] == entry.uri else self._at_start_of(entry, meta)
+        if cur.pos < entry.size:
+            cur = self._walk(entry, cur, Taken(ReadBudget()), closed=_ends_with_eof(entry))
+        self._written = (entry.uri, cur)
+        return cur
 
     def _checkpointed_at(self, cur: DirPosition) -> bool:
         """True when the instance wrote a snapshot exactly at ``cur``'s vclock.

@@ -10,6 +10,9 @@ the next entry batch). The stream:
   mode applies when it is read;
 - plans one slice per tablet with new batches, holding exactly the byte ranges to read, so an executor never
   reads bytes written after planning;
+- checks a position it did not reach itself once: a segment that can never come, or a byte past the end of a
+  finished segment, is an error; the next segment, or a byte of the active segment not written yet, is awaited
+  with one log line (``dirtail.Awaiting``);
 - reports data loss when a tablet's segment it still needs was deleted (log GC): :class:`DataLossError`, or
   with ``failOnDataLoss=false`` a warning and a jump to the oldest segment still there.
 
@@ -28,12 +31,20 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import CorruptDataError
+from spark_logsource.errors import CorruptDataError, SourceError
 from spark_logsource.filters import filter_batches
 from spark_logsource.fs import FileEntry, display_name, list_files, open_input
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming import dirtail
-from spark_logsource.streaming.dirtail import STREAM_OPTIONS, StreamOptions, Taken, data_loss, one_directory
+from spark_logsource.streaming.dirtail import (
+    STREAM_OPTIONS,
+    Awaiting,
+    StreamOptions,
+    Taken,
+    data_loss,
+    one_directory,
+    past_end,
+)
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
 from spark_logsource.yugabyte.messages import batch_op_ids
 from spark_logsource.yugabyte.position import TabletPosition, offset_of, parse_offset, parse_starting_position
@@ -81,6 +92,12 @@ class YugabyteWalStream(LogStream):
         self.directory = display_name(one_directory(fmt.paths, "WAL directory")).rstrip("/")
         self.options: StreamOptions[str | dict[str, TabletPosition]] = fmt.stream_options
         self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
+        self._reset_checks()
+
+    def _reset_checks(self) -> None:
+        self.awaiting: dict[str, Awaiting] = {}  # per tablet: what a position not there yet waits for
+        self._good: dict[str, tuple[int, int]] = {}  # per tablet: the last (seg, pos) known to be a real position
+        self._written: dict[str, tuple[int, int]] = {}  # per tablet: (seg, end of its complete batches) seen so far
 
     # --- listing ------------------------------------------------------------------------------------------------
     def _tablets(self) -> dict[str, list[_Segment]]:
@@ -137,10 +154,77 @@ class YugabyteWalStream(LogStream):
             segs = tablets[key]
             if not segs:
                 continue
-            cur = positions.get(key) or TabletPosition(segs[0].seqno, 0)
+            given = positions.get(key)
+            cur = given or TabletPosition(segs[0].seqno, 0)
+            # a position this stream did not reach itself (startingPosition, a checkpoint) is checked once
+            checked = given is None or self._good.get(key) == (cur.seg, cur.pos)
+            if not checked and self._awaits(key, cur, segs):
+                continue
             cur = self._resolve(key, cur, segs)
-            out[key] = self._walk(segs, cur, taken)
+            new = self._walk(segs, cur, taken)
+            if not checked and new == cur and self._unwritten(key, cur, segs):
+                continue
+            self._good[key] = (new.seg, new.pos)
+            out[key] = new
         return offset_of(out)
+
+    def _awaits(self, key: str, cur: TabletPosition, segs: list[_Segment]) -> bool:
+        """True when ``cur`` names the segment after the newest (awaited, said once); SourceError when it names a
+        segment that can never come, or a place past the end of a finished segment."""
+        seqnos = [s.seqno for s in segs]
+        first, last = seqnos[0], seqnos[-1]
+        where = f"tablet {key}, wal-{cur.seg:09d} byte {cur.pos}"
+        if cur.seg == last + 1:
+            self._note(key, f"tablet {key}: wal-{cur.seg:09d} to appear (the newest segment is wal-{last:09d})")
+            return True
+        if cur.seg > last + 1:
+            raise SourceError(self.directory, where, f"wal-{cur.seg:09d} can never come: the tablet's newest segment "
+                                                     f"is wal-{last:09d}, and segments are numbered one after the "
+                                                     "other (a position from another directory, or mistyped?)")
+        if cur.seg < first:
+            return False  # collected before it was read: data loss (_resolve)
+        if cur.seg not in seqnos:
+            raise SourceError(self.directory, where, f"the tablet has no segment wal-{cur.seg:09d}, and it can never "
+                                                     f"be written (it has wal-{first:09d} to wal-{last:09d})")
+        i = seqnos.index(cur.seg)
+        info = self._info(segs[i])
+        if info is None or info.kind == "uninitialized":
+            return False
+        nxt_info = self._info(segs[i + 1]) if i + 1 < len(segs) else None
+        end = info.read_up_to if info.footer is not None else info.size
+        finished = info.footer is not None or (nxt_info is not None and nxt_info.kind != "uninitialized")
+        if finished and cur.pos > end:
+            raise past_end(self.directory, where, f"wal-{cur.seg:09d}", end)
+        return False
+
+    def _unwritten(self, key: str, cur: TabletPosition, segs: list[_Segment]) -> bool:
+        """True when ``cur`` is beyond the complete batches of the active segment so far (awaited, said once).
+
+        Checked only when a walk from ``cur`` found nothing: an idle stream at its own end is not waiting for
+        anything new to it."""
+        seg = next((s for s in segs if s.seqno == cur.seg), None)
+        info = None if seg is None or cur.pos == 0 else self._info(seg)
+        if seg is None or info is None or info.kind == "closed":
+            return False
+        known = self._written.get(key)
+        end = known[1] if known is not None and known[0] == cur.seg else info.first_entry_offset
+        if info.kind == "active":
+            try:
+                with open_input(seg.entry.uri) as source:
+                    for item in EntryScanner(source, info, start=end):
+                        if isinstance(item, RawBatch):
+                            end = item.offset + item.size
+            except FileNotFoundError:
+                return False
+        self._written[key] = (cur.seg, end)
+        if cur.pos <= end:
+            return False
+        self._note(key, f"tablet {key}: wal-{cur.seg:09d} to be written up to byte {cur.pos} (its complete entry "
+                        f"batches end at byte {end} so far)")
+        return True
+
+    def _note(self, key: str, what: str) -> None:
+        self.awaiting.setdefault(key, Awaiting()).note(self.directory, what)
 
     def _resolve(self, key: str, cur: TabletPosition, segs: list[_Segment]) -> TabletPosition:
         """``cur``, or the oldest segment still there when ``cur``'s segment was deleted (data loss)."""
@@ -253,3 +337,4 @@ class YugabyteWalStream(LogStream):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.losses = set()
+        self._reset_checks()
