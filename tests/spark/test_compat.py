@@ -39,3 +39,23 @@ def test_datasource_api_names_exist(name: str) -> None:
     from pyspark.sql import datasource
 
     assert hasattr(datasource, name)
+
+
+def test_pushdown_scan_kept_for_later_queries_of_the_same_dataframe(spark, fixtures_dir) -> None:
+    """pyspark 4.1 – 4.3 keep the reader planned for a pushed filter on the DataFrame's data source object, and a
+    later query of the same DataFrame with no filter to push reads with it: too few rows, without a word. It is
+    Spark's (fixed upstream by keeping that reader on the scan); the README says to load() again per query with
+    pushdown on. This tripwire fails when the installed pyspark no longer does it: then drop the warning."""
+    from tests.support.spark import filter_pushdown
+
+    path = str(fixtures_dir / "tarantool/test/xlog/reader/v13")
+    with filter_pushdown(spark, True):
+        every = spark.read.format("tarantool-xlog").load(path).count()
+        df = spark.read.format("tarantool-xlog").load(path)
+        filtered = df.where("space_id = 280").count()
+        again = df.count()
+        fresh = spark.read.format("tarantool-xlog").load(path).count()
+    assert 0 < filtered < every, "the fixture has rows of space 280 and of others"
+    assert fresh == every, "a DataFrame loaded anew reads every row"
+    assert again == filtered, (
+        f"pyspark no longer reuses the pushed scan ({again} rows of {every}): drop the README's warning")
