@@ -26,22 +26,25 @@ def _headers(*packages: str) -> list[str]:
     return [str(p.relative_to(HERE)) for pkg in packages for p in sorted((HERE / "spark_logsource" / pkg).glob("*.h"))]
 
 
-def _kernel(module: str, *header_dirs: str) -> Extension:
-    """An optional C kernel ``spark_logsource.<module>`` built from its one .c file, rebuilt when a header changes."""
+def _kernel(module: str, *header_dirs: str, parts: tuple[str, ...] = ()) -> Extension:
+    """An optional C kernel ``spark_logsource.<module>`` built from its .c file (the module definition) and one file
+    per concern, ``<module>_<part>.c``; rebuilt when a header changes."""
+    base = f"spark_logsource/{module.replace('.', '/')}"
     return Extension(
         f"spark_logsource.{module}",
-        sources=[f"spark_logsource/{module.replace('.', '/')}.c"],
+        sources=[f"{base}.c", *(f"{base}_{part}.c" for part in parts)],
         depends=_headers(*header_dirs) if header_dirs else [],
-        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        # hidden: the parts of a kernel call each other directly (no PLT); the module exports PyInit_* alone
+        extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fvisibility=hidden"],
         optional=True,
     )
 
 
 kernels = [
-    _kernel("tarantool._kernel", "_native", "tarantool"),
+    _kernel("tarantool._kernel", "_native", "tarantool", parts=("values", "maps", "rows", "builder")),
     _kernel("tarantool._frames"),
     _kernel("memcached._kernel", "_native", "memcached"),
-    _kernel("mysql._kernel", "_native", "mysql"),
+    _kernel("mysql._kernel", "_native", "mysql", parts=("values", "plans", "images", "typed", "runs")),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 
@@ -76,8 +79,9 @@ setup(
                 "pyspark_tarantool_replication", "pyspark_mysql_replication"],
     ext_modules=kernels,
     cmdclass={"build_ext": BuildKernels},
-    package_data={"spark_logsource.tarantool": ["_kernel.pyi", "_frames.pyi"], "spark_logsource.mysql": ["_kernel.pyi"],
-                  "spark_logsource.memcached": ["_kernel.pyi"]},
+    # py.typed (PEP 561): type checkers of a project that calls spark_logsource use the package's annotations
+    package_data={"spark_logsource": ["py.typed"], "spark_logsource.tarantool": ["_kernel.pyi", "_frames.pyi"],
+                  "spark_logsource.mysql": ["_kernel.pyi"], "spark_logsource.memcached": ["_kernel.pyi"]},
     install_requires=[
         "pyarrow>=15",
         "msgpack>=1.0",
@@ -98,6 +102,11 @@ setup(
         "cli": ["pyyaml>=6", "tqdm>=4.60"],
         "test": ["pytest>=8", "chispa>=0.10", "hypothesis>=6", "pyspark>=4.0", "pandas>=2.2,<3", "pyyaml>=6",
                  "tqdm>=4.60", "ruff>=0.6", "pymysql>=1.1", "moto[server]>=5", "boto3>=1.28",
+                 # the lint pass (make lint, scripts/test.sh, .pre-commit-config.yaml): mypy --strict on the package
+                 # with the stubs of the typed libraries it calls (pyarrow and msgpack ship none: pyproject.toml),
+                 # codespell on code and docs, pre-commit to run them before a commit; mypy below 3, as a new major
+                 # version checks more and would fail CI on code that did not change
+                 "mypy>=2.4,<3", "types-PyYAML", "types-PyMySQL", "types-tqdm", "codespell>=2.3", "pre-commit>=3.5",
                  "matplotlib>=3.7",  # tests/notebooks runs the notebooks, which draw their plots with it
                  # tests/deploy runs a Spark Connect session (remote("local[2]")): its client needs grpcio & co.
                  "pyspark[connect]>=4.0",

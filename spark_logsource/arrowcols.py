@@ -1,4 +1,5 @@
-"""Arrow column builders shared by the decoders: variant columns and repeated constant columns.
+"""Arrow column builders shared by the decoders: variant columns, repeated constant columns, and the one way a
+column a C kernel wrote into Arrow buffers becomes an array (:func:`array_from_parts`, :func:`variant_from_parts`).
 
 A Spark ``variant`` column crosses the Arrow boundary as ``struct<value: binary NOT NULL, metadata: binary
 NOT NULL>`` whose field carries the metadata ``{b"variant": b"true"}`` (Spark's ``ArrowUtils``; checked on
@@ -19,13 +20,19 @@ from spark_logsource.variant import EMPTY_METADATA, encode_variant
 
 __all__ = [
     "VARIANT_METADATA",
+    "array_from_parts",
     "int64_column",
     "string_column",
     "variant_array",
     "variant_array_from_python",
     "variant_field",
+    "variant_from_parts",
     "variant_type",
 ]
+
+#: One column as a kernel hands it over (``_native/_arrow_out.h``: buffers from the caller's ``pa.allocate_buffer``):
+#: (null count, validity bitmap or None, data, int32 offsets or None for a fixed-width type).
+KernelParts = tuple[int, "pa.Buffer | None", "pa.Buffer", "pa.Buffer | None"]
 
 VARIANT_METADATA = {b"variant": b"true"}
 
@@ -159,3 +166,18 @@ def int64_column(value: int, n: int) -> pa.Array:
     if n < 0:
         raise ValueError(f"negative length {n}")
     return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(np.full(n, value, dtype=np.int64))])
+
+
+def array_from_parts(type_: pa.DataType, n: int, part: KernelParts, with_validity: bool = True) -> pa.Array:
+    """The ``n`` values of one kernel column as an array of ``type_`` over its buffers (no copy, no Python object per
+    value); ``with_validity=False`` for a variant's value / metadata child, which stays non-null under a null row."""
+    nulls, validity, data, offsets = part
+    buffers = [validity if with_validity else None, *(() if offsets is None else (offsets,)), data]
+    return pa.Array.from_buffers(type_, n, buffers, null_count=nulls if with_validity else 0)
+
+
+def variant_from_parts(n: int, part: KernelParts, metadata: KernelParts) -> pa.Array:
+    """A kernel's variant column: the values ``part`` (whose validity is the struct's) and their ``metadata``."""
+    children = [array_from_parts(pa.binary(), n, part, with_validity=False),
+                array_from_parts(pa.binary(), n, metadata, with_validity=False)]
+    return pa.Array.from_buffers(_VARIANT_TYPE, n, [part[1]], null_count=part[0], children=children)

@@ -1,10 +1,12 @@
 """The one switch between the compiled kernels and their pure-Python references.
 
-Each decoder with a C twin (``tarantool/_kernel.c``, ``mysql/_kernel.c``) asks :func:`load_kernel` once, at
-import. It returns the compiled module, or None when ``SPARK_LOGSOURCE_PURE_PYTHON=1`` asks for the Python
-reference or when the module was not built. The twins give the same output and raise the same errors for the
-same input (``docs/ARCHITECTURE.md``, "the twin rule"); the Python path is several times slower, so a missing
-kernel that nobody asked for is logged once as a warning instead of passing unnoticed.
+Each decoder with a C twin (``tarantool/_kernel.c``, ``mysql/_kernel.c``, …) asks :func:`load_kernel`, at import
+or per call. It returns the compiled module, or None when ``SPARK_LOGSOURCE_PURE_PYTHON=1`` asks for the Python
+reference or when the module was not built. Each module is imported once per process, here: asking again costs a
+dictionary lookup (and the switch, read each time, so a test can flip it), never another import attempt. The twins
+give the same output and raise the same errors for the same input (``docs/ARCHITECTURE.md``, "the twin rule"); the
+Python path is several times slower, so a missing kernel that nobody asked for is logged once as a warning instead
+of passing unnoticed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ log = logging.getLogger(__name__)
 PURE_PYTHON_ENV = "SPARK_LOGSOURCE_PURE_PYTHON"
 
 _warned: set[str] = set()
+#: module name -> the compiled module, or None when it does not import: each kernel is looked for once.
+_imported: dict[str, ModuleType | None] = {}
 
 
 def pure_python_forced() -> bool:
@@ -28,11 +32,13 @@ def pure_python_forced() -> bool:
 
 
 def import_kernel(module: str) -> ModuleType | None:
-    """The compiled module ``module`` if it was built, else None (whatever the switch says)."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        return None
+    """The compiled module ``module`` if it was built, else None (whatever the switch says); imported once."""
+    if module not in _imported:
+        try:
+            _imported[module] = importlib.import_module(module)
+        except ImportError:
+            _imported[module] = None
+    return _imported[module]
 
 
 def load_kernel(module: str) -> ModuleType | None:

@@ -277,67 +277,76 @@ static int bit_index(uint16_t bit) {
     return i;
 }
 
-/*
- * columns(data, starts: buffer of int64, alloc) -> (bad: bytes of int64, parts)
- *
- * The rows of the whole packets at `starts` in `data`, as Arrow buffers: parts holds, per output column (C_*), a
- * tuple (null_count, validity bitmap or None, values, offsets or None) for pa.Array.from_buffers. `bad` lists the
- * rows that are not TAP requests whose parts fit their body (responses, lying engine-specific lengths): every
- * column of those is null, and the caller decodes them one by one. Same columns as tap._fields_numpy + the
- * Python side of tap.decode_bulk (the reference), for every input.
- */
-static PyObject *k_columns(PyObject *self, PyObject *args) {
-    Py_buffer view, sview;
-    PyObject *alloc;
-    if (!PyArg_ParseTuple(args, "y*y*O", &view, &sview, &alloc))
-        return NULL;
-    PyObject *result = NULL, *bad_out = NULL;
-    PyObject *data_out[C_COUNT] = {NULL}, *offs_out[C_COUNT] = {NULL}, *valid_out[NBITS] = {NULL};
-    uint8_t *data[C_COUNT] = {NULL}, *offs_raw[C_COUNT] = {NULL}, *valid[NBITS] = {NULL};
-    int64_t nulls[NBITS] = {0};
-    uint16_t *present = NULL;
-    const uint8_t *b = (const uint8_t *)view.buf;
-    const int64_t *starts = (const int64_t *)sview.buf;
-    Py_ssize_t n = sview.len / 8, len = view.len, nbad = 0;
-    present = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *present);
-    if (present == NULL) {
+/* What columns() writes: per output column its Arrow buffers (the objects alloc gave and their bytes), the
+ * validity bitmap of each P_* bit with its null count, and per row the P_* bits it sets. */
+typedef struct {
+    Py_ssize_t n, nbad;
+    PyObject *data_out[C_COUNT], *offs_out[C_COUNT], *valid_out[NBITS];
+    uint8_t *data[C_COUNT], *valid[NBITS];
+    int32_t *offs[C_COUNT];
+    int64_t nulls[NBITS], tot[C_COUNT]; /* tot: the bytes of a variable-width column */
+    uint16_t *present;
+    uint32_t all_bits, any_bits;        /* the P_* bits every row / some row sets */
+} tap_cols;
+
+static void cols_free(tap_cols *o) {
+    for (int c = 0; c < C_COUNT; c++) {
+        Py_XDECREF(o->data_out[c]);
+        Py_XDECREF(o->offs_out[c]);
+    }
+    for (int k = 0; k < NBITS; k++)
+        Py_XDECREF(o->valid_out[k]);
+    PyMem_Free(o->present);
+}
+
+/* The buffers whose size the row count fixes: fixed-width values, offsets, validity bitmaps; -1 on error. */
+static int cols_alloc(tap_cols *o, PyObject *alloc) {
+    Py_ssize_t n = o->n;
+    o->present = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *o->present);
+    if (o->present == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     for (int c = 0; c < C_COUNT; c++) {
         if (C_KIND[c] == K_VAR) {
-            offs_out[c] = out_alloc(alloc, (size_t)(n + 1) * 4, &offs_raw[c]);
-            if (offs_out[c] == NULL)
-                goto done;
+            uint8_t *raw;
+            o->offs_out[c] = out_alloc(alloc, (size_t)(n + 1) * 4, &raw);
+            if (o->offs_out[c] == NULL)
+                return -1;
+            o->offs[c] = (int32_t *)raw;
         } else {
-            data_out[c] = out_alloc(alloc, (size_t)n * (C_KIND[c] == K_I64 ? 8 : 4), &data[c]);
-            if (data_out[c] == NULL)
-                goto done;
+            o->data_out[c] = out_alloc(alloc, (size_t)n * (C_KIND[c] == K_I64 ? 8 : 4), &o->data[c]);
+            if (o->data_out[c] == NULL)
+                return -1;
         }
     }
     for (int k = 0; k < NBITS; k++) {
-        valid_out[k] = out_alloc(alloc, (size_t)(n + 7) / 8, &valid[k]);
-        if (valid_out[k] == NULL)
-            goto done;
+        o->valid_out[k] = out_alloc(alloc, (size_t)(n + 7) / 8, &o->valid[k]);
+        if (o->valid_out[k] == NULL)
+            return -1;
     }
-    int64_t *seq = (int64_t *)data[C_SEQ], *cas = (int64_t *)data[C_CAS], *flags = (int64_t *)data[C_FLAGS];
-    int64_t *expiry = (int64_t *)data[C_EXPIRY], *ckpt = (int64_t *)data[C_CKPT];
-    int32_t *vbucket = (int32_t *)data[C_VBUCKET], *tapflags = (int32_t *)data[C_TAP_FLAGS];
-    int32_t *ttl = (int32_t *)data[C_TTL];
-    int32_t *offs[C_COUNT];
-    for (int c = 0; c < C_COUNT; c++)
-        offs[c] = (int32_t *)offs_raw[c];
-    int64_t tot[C_COUNT] = {0};
+    return 0;
+}
+
+/* Pass 1 (GIL released): the fixed-width values, which columns each row sets, the end offset of every
+ * variable-width value. 1 when a packet runs past the buffer, else 0. */
+static int scan_rows(tap_cols *o, const uint8_t *b, Py_ssize_t len, const int64_t *starts) {
+    Py_ssize_t n = o->n;
+    int64_t *seq = (int64_t *)o->data[C_SEQ], *cas = (int64_t *)o->data[C_CAS], *flags = (int64_t *)o->data[C_FLAGS];
+    int64_t *expiry = (int64_t *)o->data[C_EXPIRY], *ckpt = (int64_t *)o->data[C_CKPT];
+    int32_t *vbucket = (int32_t *)o->data[C_VBUCKET], *tapflags = (int32_t *)o->data[C_TAP_FLAGS];
+    int32_t *ttl = (int32_t *)o->data[C_TTL];
     int64_t t_op = 0, t_key = 0, t_raw = 0, t_value = 0, t_es = 0, t_state = 0, t_opaque = 0;
-    int32_t *o_op = offs[C_OPCODE], *o_key = offs[C_KEY], *o_raw = offs[C_KEY_BYTES], *o_value = offs[C_VALUE];
-    int32_t *o_es = offs[C_ES], *o_state = offs[C_STATE], *o_opaque = offs[C_OPAQUE];
+    int32_t *o_op = o->offs[C_OPCODE], *o_key = o->offs[C_KEY], *o_raw = o->offs[C_KEY_BYTES];
+    int32_t *o_value = o->offs[C_VALUE], *o_es = o->offs[C_ES], *o_state = o->offs[C_STATE];
+    int32_t *o_opaque = o->offs[C_OPAQUE];
+    uint16_t *present = o->present;
     uint32_t all_bits = 0xFFFF, any_bits = 0;
+    Py_ssize_t nbad = 0;
     int overrun = 0;
-    Py_BEGIN_ALLOW_THREADS
     for (int c = 0; c < C_COUNT; c++)
         if (C_KIND[c] == K_VAR)
-            offs[c][0] = 0;
-    /* pass 1: fixed-width values, which columns each row sets, the length of every variable-width value */
+            o->offs[c][0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (starts[i] < 0 || starts[i] > len - HEADER
             || (Py_ssize_t)be32(b + starts[i] + 8) > len - HEADER - starts[i]) {
@@ -416,102 +425,151 @@ static PyObject *k_columns(PyObject *self, PyObject *args) {
         OFF(o_opaque, t_opaque);
 #undef OFF
     }
-    tot[C_OPCODE] = t_op, tot[C_KEY] = t_key, tot[C_KEY_BYTES] = t_raw, tot[C_VALUE] = t_value, tot[C_ES] = t_es;
-    tot[C_STATE] = t_state, tot[C_OPAQUE] = t_opaque;
-    /* validity bitmaps: none needed where every row is set (a run of mutations sets the same columns) */
+    o->tot[C_OPCODE] = t_op, o->tot[C_KEY] = t_key, o->tot[C_KEY_BYTES] = t_raw, o->tot[C_VALUE] = t_value;
+    o->tot[C_ES] = t_es, o->tot[C_STATE] = t_state, o->tot[C_OPAQUE] = t_opaque;
+    o->all_bits = all_bits;
+    o->any_bits = any_bits;
+    o->nbad = nbad;
+    return overrun;
+}
+
+/* The validity bitmap of each P_* bit and its null count: none needed where every row is set (a run of mutations
+ * sets the same columns). */
+static void validity_bitmaps(tap_cols *o) {
+    Py_ssize_t n = o->n;
     for (int k = 0; k < NBITS; k++) {
         size_t bytes = (size_t)(n + 7) / 8;
-        if (all_bits & (1u << k)) {
-            nulls[k] = 0;
-        } else if (!(any_bits & (1u << k))) {
-            memset(valid[k], 0, bytes);
-            nulls[k] = n;
+        if (o->all_bits & (1u << k)) {
+            o->nulls[k] = 0;
+        } else if (!(o->any_bits & (1u << k))) {
+            memset(o->valid[k], 0, bytes);
+            o->nulls[k] = n;
         } else {
             int64_t set = 0;
             for (size_t j = 0; j < bytes; j++) {
                 uint8_t v = 0;
                 for (Py_ssize_t t = 0; t < 8 && (Py_ssize_t)(8 * j) + t < n; t++)
-                    v |= (uint8_t)(((present[8 * j + t] >> k) & 1u) << t);
-                valid[k][j] = v;
+                    v |= (uint8_t)(((o->present[8 * j + t] >> k) & 1u) << t);
+                o->valid[k][j] = v;
                 set += __builtin_popcount(v);
             }
-            nulls[k] = n - set;
+            o->nulls[k] = n - set;
         }
     }
+}
+
+/* The data buffers of the variable-width columns, now that their sizes are known; -1 on error. */
+static int alloc_values(tap_cols *o, PyObject *alloc) {
+    for (int c = 0; c < C_COUNT; c++) {
+        if (o->tot[c] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "columns: more than 2 GiB of keys or values in one call");
+            return -1;
+        }
+        if (C_KIND[c] == K_VAR) {
+            o->data_out[c] = out_alloc(alloc, (size_t)o->tot[c], &o->data[c]);
+            if (o->data_out[c] == NULL)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Pass 2 (GIL released): the bytes of every variable-width value; the rows left to Python go to bad. */
+static void copy_values(tap_cols *o, const uint8_t *b, const int64_t *starts, int64_t *bad) {
+    uint8_t *const *data = o->data;
+    int32_t *const *offs = o->offs;
+    for (Py_ssize_t i = 0, j = 0; i < o->n; i++) {
+        uint16_t bits = o->present[i];
+        if (!(bits & P_OK)) {
+            bad[j++] = i;
+            continue;
+        }
+        const uint8_t *h = b + starts[i];
+        uint32_t op = h[1], ext = h[4], keylen = be16(h + 2), nes = (bits & P_TAP) ? be16(h + HEADER) : 0;
+        const uint8_t *es = h + HEADER + ext, *key = es + nes, *value = key + keylen;
+        copy_bytes(data[C_OPCODE] + offs[C_OPCODE][i], (const uint8_t *)OPCODE_TEXT[op], OPCODE_LEN[op]);
+        if (bits & P_BADKEY) {
+            utf8_replace(key, keylen, data[C_KEY] + offs[C_KEY][i]);
+            copy_bytes(data[C_KEY_BYTES] + offs[C_KEY_BYTES][i], key, keylen);
+        } else if (bits & P_KEY) {
+            copy_bytes(data[C_KEY] + offs[C_KEY][i], key, keylen);
+        }
+        if (bits & P_VALUE)
+            copy_bytes(data[C_VALUE] + offs[C_VALUE][i], value, (size_t)(offs[C_VALUE][i + 1] - offs[C_VALUE][i]));
+        if (bits & P_ES)
+            copy_bytes(data[C_ES] + offs[C_ES][i], es, nes);
+        if (bits & P_OPAQUE)
+            put_label(opaque_label(be32(es)), be32(es), data[C_OPAQUE] + offs[C_OPAQUE][i]);
+        if (bits & P_STATE)
+            put_label(state_label(be32(es)), be32(es), data[C_STATE] + offs[C_STATE][i]);
+    }
+}
+
+/* (null_count, validity or None, values, offsets or None) per output column, as arrowcols.array_from_parts takes. */
+static PyObject *column_parts(const tap_cols *o) {
+    PyObject *parts = PyTuple_New(C_COUNT);
+    if (parts == NULL)
+        return NULL;
+    for (int c = 0; c < C_COUNT; c++) {
+        int k = bit_index(C_VALID[c]);
+        PyObject *validity = o->nulls[k] ? o->valid_out[k] : Py_None;
+        PyObject *part = Py_BuildValue("(LOOO)", (long long)o->nulls[k], validity, o->data_out[c],
+                                       o->offs_out[c] ? o->offs_out[c] : Py_None);
+        if (part == NULL) {
+            Py_DECREF(parts);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(parts, c, part);
+    }
+    return parts;
+}
+
+/*
+ * columns(data, starts: buffer of int64, alloc) -> (bad: bytes of int64, parts)
+ *
+ * The rows of the whole packets at `starts` in `data`, as Arrow buffers: parts holds, per output column (C_*), a
+ * tuple (null_count, validity bitmap or None, values, offsets or None) for pa.Array.from_buffers. `bad` lists the
+ * rows that are not TAP requests whose parts fit their body (responses, lying engine-specific lengths): every
+ * column of those is null, and the caller decodes them one by one. Same columns as tap._fields_numpy + the
+ * Python side of tap.decode_bulk (the reference), for every input.
+ */
+static PyObject *k_columns(PyObject *self, PyObject *args) {
+    Py_buffer view, sview;
+    PyObject *alloc;
+    if (!PyArg_ParseTuple(args, "y*y*O", &view, &sview, &alloc))
+        return NULL;
+    PyObject *result = NULL, *bad_out = NULL, *parts = NULL;
+    tap_cols o = {.n = sview.len / 8};
+    const uint8_t *b = (const uint8_t *)view.buf;
+    const int64_t *starts = (const int64_t *)sview.buf;
+    if (cols_alloc(&o, alloc))
+        goto done;
+    int overrun;
+    Py_BEGIN_ALLOW_THREADS
+    overrun = scan_rows(&o, b, view.len, starts);
+    validity_bitmaps(&o);
     Py_END_ALLOW_THREADS
     if (overrun) {
         PyErr_SetString(PyExc_ValueError, "columns: a packet runs past the buffer");
         goto done;
     }
-    for (int c = 0; c < C_COUNT; c++) {
-        if (tot[c] > INT32_MAX) {
-            PyErr_SetString(PyExc_ValueError, "columns: more than 2 GiB of keys or values in one call");
-            goto done;
-        }
-        if (C_KIND[c] == K_VAR) {
-            data_out[c] = out_alloc(alloc, (size_t)tot[c], &data[c]);
-            if (data_out[c] == NULL)
-                goto done;
-        }
-    }
-    bad_out = PyBytes_FromStringAndSize(NULL, nbad * 8);
+    if (alloc_values(&o, alloc))
+        goto done;
+    bad_out = PyBytes_FromStringAndSize(NULL, o.nbad * 8);
     if (bad_out == NULL)
         goto done;
     {
         int64_t *bad = (int64_t *)PyBytes_AS_STRING(bad_out);
         Py_BEGIN_ALLOW_THREADS
-        /* pass 2: the bytes of every variable-width value */
-        for (Py_ssize_t i = 0, j = 0; i < n; i++) {
-            uint16_t bits = present[i];
-            if (!(bits & P_OK)) {
-                bad[j++] = i;
-                continue;
-            }
-            const uint8_t *h = b + starts[i];
-            uint32_t op = h[1], ext = h[4], keylen = be16(h + 2), nes = (bits & P_TAP) ? be16(h + HEADER) : 0;
-            const uint8_t *es = h + HEADER + ext, *key = es + nes, *value = key + keylen;
-            copy_bytes(data[C_OPCODE] + offs[C_OPCODE][i], (const uint8_t *)OPCODE_TEXT[op], OPCODE_LEN[op]);
-            if (bits & P_BADKEY) {
-                utf8_replace(key, keylen, data[C_KEY] + offs[C_KEY][i]);
-                copy_bytes(data[C_KEY_BYTES] + offs[C_KEY_BYTES][i], key, keylen);
-            } else if (bits & P_KEY) {
-                copy_bytes(data[C_KEY] + offs[C_KEY][i], key, keylen);
-            }
-            if (bits & P_VALUE)
-                copy_bytes(data[C_VALUE] + offs[C_VALUE][i], value, (size_t)(offs[C_VALUE][i + 1] - offs[C_VALUE][i]));
-            if (bits & P_ES)
-                copy_bytes(data[C_ES] + offs[C_ES][i], es, nes);
-            if (bits & P_OPAQUE)
-                put_label(opaque_label(be32(es)), be32(es), data[C_OPAQUE] + offs[C_OPAQUE][i]);
-            if (bits & P_STATE)
-                put_label(state_label(be32(es)), be32(es), data[C_STATE] + offs[C_STATE][i]);
-        }
+        copy_values(&o, b, starts, bad);
         Py_END_ALLOW_THREADS
     }
-    PyObject *parts = PyTuple_New(C_COUNT);
-    if (parts == NULL)
-        goto done;
-    for (int c = 0; c < C_COUNT; c++) {
-        int k = bit_index(C_VALID[c]);
-        PyObject *validity = nulls[k] ? valid_out[k] : Py_None;
-        PyObject *part = Py_BuildValue("(LOOO)", (long long)nulls[k], validity, data_out[c],
-                                       offs_out[c] ? offs_out[c] : Py_None);
-        if (part == NULL) {
-            Py_DECREF(parts);
-            goto done;
-        }
-        PyTuple_SET_ITEM(parts, c, part);
-    }
-    result = Py_BuildValue("(ON)", bad_out, parts);
+    parts = column_parts(&o);
+    if (parts != NULL)
+        result = Py_BuildValue("(ON)", bad_out, parts);
 done:
     Py_XDECREF(bad_out);
-    for (int c = 0; c < C_COUNT; c++) {
-        Py_XDECREF(data_out[c]);
-        Py_XDECREF(offs_out[c]);
-    }
-    for (int k = 0; k < NBITS; k++)
-        Py_XDECREF(valid_out[k]);
-    PyMem_Free(present);
+    cols_free(&o);
     PyBuffer_Release(&view);
     PyBuffer_Release(&sview);
     return result;

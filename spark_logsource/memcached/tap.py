@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_logsource.arrowcols import string_column
+from spark_logsource.arrowcols import array_from_parts, string_column
 from spark_logsource.errors import CorruptDataError, DecodeError
 from spark_logsource.memcached.protocol import (
     HEADER_SIZE,
@@ -214,16 +214,19 @@ class BulkResult:
 
 
 def _be16(a: np.ndarray, p: np.ndarray) -> np.ndarray:
-    return (a[p].astype(np.int64) << 8) | a[p + 1]
+    r: np.ndarray = (a[p].astype(np.int64) << 8) | a[p + 1]
+    return r
 
 
 def _be32(a: np.ndarray, p: np.ndarray) -> np.ndarray:
-    return (_be16(a, p) << 16) | _be16(a, p + 2)
+    r: np.ndarray = (_be16(a, p) << 16) | _be16(a, p + 2)
+    return r
 
 
 def _le32(a: np.ndarray, p: np.ndarray) -> np.ndarray:
-    return ((a[p + 3].astype(np.int64) << 24) | (a[p + 2].astype(np.int64) << 16)
-            | (a[p + 1].astype(np.int64) << 8) | a[p])
+    r: np.ndarray = ((a[p + 3].astype(np.int64) << 24) | (a[p + 2].astype(np.int64) << 16)
+                     | (a[p + 1].astype(np.int64) << 8) | a[p])
+    return r
 
 
 def _validity(mask: np.ndarray) -> tuple[pa.Buffer | None, int]:
@@ -236,7 +239,8 @@ def _validity(mask: np.ndarray) -> tuple[pa.Buffer | None, int]:
 _GATHER_INDEX_MAX = 1 << 22  # gather with one index array up to this many bytes; longer spans are copied per row
 
 
-def _gather(data: bytes, a: np.ndarray, starts: np.ndarray, lens: np.ndarray, present: np.ndarray) -> pa.Array:
+def _gather(data: bytes | memoryview, a: np.ndarray, starts: np.ndarray, lens: np.ndarray,
+            present: np.ndarray) -> pa.Array:
     """A binary column of ``data[starts[i]:starts[i]+lens[i]]``, null where ``present`` is false."""
     n = len(starts)
     lens = np.where(present, lens, 0)
@@ -297,7 +301,7 @@ class _Fields:
     engine_specific: pa.Array
 
 
-def _fields_numpy(data: bytes, o: np.ndarray) -> _Fields:
+def _fields_numpy(data: bytes | memoryview, o: np.ndarray) -> _Fields:
     a = np.frombuffer(data, np.uint8)
     magic = a[o]
     opcode = a[o + 1].astype(np.int64)
@@ -352,18 +356,16 @@ def _fields_numpy(data: bytes, o: np.ndarray) -> _Fields:
 _KERNEL_TYPES = tuple(typ for _, typ in COLUMNS[2:])
 
 
-def _columns_kernel(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
+def _columns_kernel(data: bytes | memoryview, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
     """The C kernel's columns (Arrow buffers it wrote, from Arrow's memory pool) and the rows it left to Python."""
     assert _KERNEL is not None
     bad, parts = _KERNEL.columns(data, o, pa.allocate_buffer)
     n = len(o)
-    columns = [pa.Array.from_buffers(typ, n, [validity, data] if offsets is None else [validity, offsets, data],
-                                     null_count=nulls)
-               for typ, (nulls, validity, data, offsets) in zip(_KERNEL_TYPES, parts, strict=True)]
+    columns = [array_from_parts(typ, n, part) for typ, part in zip(_KERNEL_TYPES, parts, strict=True)]
     return columns, np.frombuffer(bad, np.int64).tolist()
 
 
-def _columns_numpy(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
+def _columns_numpy(data: bytes | memoryview, o: np.ndarray) -> tuple[list[pa.Array], list[int]]:
     """:func:`_columns_kernel` with numpy: every column, and the rows that are not TAP requests whose parts fit."""
     f = _fields_numpy(data, o)
     ok, code = f.ok, f.code
@@ -395,7 +397,7 @@ def _columns_numpy(data: bytes, o: np.ndarray) -> tuple[list[pa.Array], list[int
     return columns, np.flatnonzero(~ok).tolist()
 
 
-def decode_bulk(data: bytes, starts: Sequence[int], *, use_kernel: bool = True) -> BulkResult:
+def decode_bulk(data: bytes | memoryview, starts: Sequence[int] | np.ndarray, *, use_kernel: bool = True) -> BulkResult:
     """Columns ``seq`` … ``opaque_code`` of the whole packets starting at ``starts`` in ``data``.
 
     Framing (:func:`~spark_logsource.memcached.protocol.frame`) has already checked each header; this checks the
@@ -531,7 +533,7 @@ def _constant(value: str | None, n: int, typ: pa.DataType = _STRING) -> pa.Array
     return column
 
 
-def packet_batches(spec: BatchSpec, data: bytes, starts: Sequence[int], base: int | None,
+def packet_batches(spec: BatchSpec, data: bytes | memoryview, starts: Sequence[int] | np.ndarray, base: int | None,
                    on_error: Callable[[int, DecodeError], CorruptDataError]) -> Iterator[pa.RecordBatch]:
     """Batches of the packets at ``starts`` in ``data``; ``base`` is the stream offset of ``data`` (None: live).
 

@@ -1,9 +1,9 @@
 /*
  * Typed columns of view=table, in C: one decoded value -> one cell of an Arrow column of the table's own type.
  *
- * The value arrives as the Spark Variant primitive the row kernel (_kernel.c emit_value) writes for it, which is
- * exactly encode_variant() of the Python value mysql/values.py decodes (the twin rule of rows_encode.py). So the
- * checks here are table_schema._base_converter's checks, made on the Variant type instead of the Python type:
+ * The value arrives as the Spark Variant primitive the row kernel (_kernel_values.c mk_emit_value) writes for it,
+ * which is exactly encode_variant() of the Python value mysql/values.py decodes (the twin rule of rows_encode.py). So
+ * the checks here are table_schema._base_converter's checks, made on the Variant type instead of the Python type:
  * int <-> Variant int8..int64 (and decimal16 with scale 0 above int64), float <-> double, Decimal <-> decimal4/8/16,
  * date <-> date, naive datetime <-> timestamp_ntz, aware datetime <-> timestamp, str <-> string, bytes <-> binary.
  *
@@ -54,7 +54,7 @@ typedef struct {
 /* One column of one side of a rows event, as Arrow column parts (T_VARIANT: data / ends hold the Variant values,
  * meta / mends their metadata, text counts the bytes of the JSON texts, which the batch's byte cap counts as the
  * reference does; json is the parser's scratch). */
-typedef struct {
+typedef struct tk_col {
     ls_buf valid, data, ends, meta, mends;
     size_t text;
     jv_ctx json;

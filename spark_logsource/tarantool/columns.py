@@ -14,7 +14,8 @@ Two implementations give equal arrays for the same calls (``docs/ARCHITECTURE.md
   column when a batch is taken;
 - :class:`KernelColumnBuilder`: the C kernel (``_kernel.ColumnBuilder``) decodes straight into Arrow buffers
   (validity bitmaps, offsets, data; Variant value/metadata pairs; JSON text) and a batch leaves it as a few bytes
-  objects per column, wrapped here with ``pa.Array.from_buffers``: no Python object per value.
+  objects per column, wrapped here by :func:`spark_logsource.arrowcols.array_from_parts`: no Python object per
+  value.
 
 :func:`column_builder` picks one through :func:`spark_logsource.native.load_kernel`.
 
@@ -28,11 +29,12 @@ value and metadata, JSON text as UTF-8, msgpack bytes) plus its corrupt message 
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol
 
 import pyarrow as pa
 
-from spark_logsource.arrowcols import variant_array, variant_type
+from spark_logsource.arrowcols import array_from_parts, variant_array, variant_from_parts, variant_type
 from spark_logsource.native import load_kernel
 from spark_logsource.tarantool.rows import SCALAR_COLUMNS, TUPLE_FORMATS, VALUE_COLUMNS, decode_payload_py, output_keys
 
@@ -72,7 +74,8 @@ class ColumnBuilder(Protocol):
     @property
     def bytes(self) -> int: ...
 
-    def add_payload(self, payload: bytes, path: str, block_offset: int) -> int: ...
+    # builtins.bytes: in this class ``bytes`` is the property above
+    def add_payload(self, payload: builtins.bytes, path: str, block_offset: int) -> int: ...
 
     def add_corrupt(self, block_offset: int, message: str) -> None: ...
 
@@ -110,7 +113,7 @@ class PyColumnBuilder:
         self._value_type = value_type(tuple_format)
         self._keys = output_keys(tuple_format)
         self._value_keys = tuple(k for k in self._keys if k not in SCALAR_COLUMNS)
-        self._cols: dict[str, list] = {k: [] for k in ("offset", *self._keys, "corrupt")}
+        self._cols: dict[str, list[Any]] = {k: [] for k in ("offset", *self._keys, "corrupt")}
         self._sizes: list[int] = []
         self.bytes = 0
 
@@ -165,17 +168,6 @@ class PyColumnBuilder:
 _KERNEL_TYPES: dict[str, pa.DataType] = {"offset": pa.int64(), **SCALAR_TYPES, "corrupt": pa.string()}
 
 
-def _from_parts(type_: pa.DataType, n: int, part: tuple[int, bytes | None, bytes, bytes | None],
-                with_validity: bool = True) -> pa.Array:
-    """One kernel column (null count, validity bitmap, data, offsets) as an Arrow array over its bytes."""
-    nulls, validity, data, offsets = part
-    buffers = [validity if with_validity else None]
-    if offsets is not None:
-        buffers.append(offsets)
-    buffers.append(data)
-    return pa.Array.from_buffers(type_, n, buffers, null_count=nulls if with_validity else 0)
-
-
 class KernelColumnBuilder:
     """The C kernel's column builder, its batches wrapped as Arrow arrays (no Python object per value)."""
 
@@ -190,27 +182,26 @@ class KernelColumnBuilder:
 
     @property
     def rows(self) -> int:
-        return self._builder.rows
+        rows: int = self._builder.rows
+        return rows
 
     @property
     def bytes(self) -> int:
-        return self._builder.bytes
+        held: int = self._builder.bytes
+        return held
 
     def take(self, max_rows: int, max_bytes: int) -> dict[str, pa.Array]:
         # the buffers come from Arrow's memory pool, which reuses them batch after batch (fresh pages cost faults)
         n, parts = self._builder.take(max_rows, max_bytes, pa.allocate_buffer)
         columns = dict(zip(self._names, parts, strict=True))
-        out = {name: _from_parts(_KERNEL_TYPES[name], n, columns[name]) for name in ("offset", *SCALAR_COLUMNS)}
+        out = {name: array_from_parts(_KERNEL_TYPES[name], n, columns[name])
+               for name in ("offset", *SCALAR_COLUMNS)}
         for name in VALUE_COLUMNS:
-            part = columns[name]
             if self.tuple_format == "variant":
-                value = _from_parts(pa.binary(), n, part, with_validity=False)
-                metadata = _from_parts(pa.binary(), n, columns[name + ".metadata"], with_validity=False)
-                out[name] = pa.Array.from_buffers(self._value_type, n, [part[1]], null_count=part[0],
-                                                  children=[value, metadata])
+                out[name] = variant_from_parts(n, columns[name], columns[name + ".metadata"])
             else:
-                out[name] = _from_parts(self._value_type, n, part)
-        out["corrupt"] = _from_parts(pa.string(), n, columns["corrupt"])
+                out[name] = array_from_parts(self._value_type, n, columns[name])
+        out["corrupt"] = array_from_parts(pa.string(), n, columns["corrupt"])
         return out
 
 

@@ -70,3 +70,24 @@ def test_stub_names_every_function_of_the_kernel(module: str) -> None:
     declared |= {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
     exported = {n for n in dir(kernel) if not n.startswith("__")}
     assert declared == exported
+
+
+def test_each_kernel_is_looked_for_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader imports a kernel once per process: a decoder asking per call (a column builder per file) costs
+    a dictionary lookup, not an import attempt, even where the kernel is not built."""
+    import importlib
+
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "0")
+    monkeypatch.setattr(native, "_warned", set())
+    looked_for: list[str] = []
+    real_import = importlib.import_module
+
+    def counting_import(name: str, package: str | None = None) -> object:
+        looked_for.append(name)
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", counting_import)
+    for _ in range(3):
+        assert native.load_kernel("spark_logsource.no_such_kernel_looked_for_once") is None
+        assert native.import_kernel("spark_logsource.no_such_kernel_looked_for_once") is None
+    assert looked_for == ["spark_logsource.no_such_kernel_looked_for_once"]
