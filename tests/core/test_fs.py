@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_logsource.fs import PathNotFoundError, display_name, list_files, open_input
+from tests.support.waiting import STATE_TIMEOUT
 
 
 @pytest.fixture()
@@ -84,7 +85,7 @@ def s3_endpoint():
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + STATE_TIMEOUT  # a loaded machine imports moto slowly
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()

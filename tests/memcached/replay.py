@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.waiting import STATE_TIMEOUT
+
 CONVERSATIONS = Path(__file__).resolve().parent.parent / "fixtures" / "memcached-tap" / "conversations"
 
 
@@ -83,8 +85,8 @@ class ConnLog:
 
 
 class ReplayServer:
-    def __init__(self, recording: Recording, *, time_scale: float = 0.01, ack_timeout: float = 10.0,
-                 hold_timeout: float = 30.0, cut_after: int | None = None, silent: bool = False,
+    def __init__(self, recording: Recording, *, time_scale: float = 0.01, ack_timeout: float = STATE_TIMEOUT,
+                 hold_timeout: float = STATE_TIMEOUT, cut_after: int | None = None, silent: bool = False,
                  inject: bytes | None = None, inject_after: int = 0) -> None:
         self.recording = recording
         self.time_scale = time_scale
@@ -117,7 +119,7 @@ class ReplayServer:
         if self._errors:
             raise self._errors[0]
 
-    def wait_finished(self, n: int, timeout: float = 10.0) -> None:
+    def wait_finished(self, n: int, timeout: float = STATE_TIMEOUT) -> None:
         """Wait until ``n`` connections have ended on the server side."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -23,6 +23,7 @@ from spark_logsource.memcached.tap import BatchSpec, packet_batches, tap_schema
 from spark_logsource.options import ParseMode
 from tests.memcached.helpers import spec_from_recording
 from tests.memcached.replay import Recording, ReplayServer, load_recording, recording_names
+from tests.support.waiting import STATE_TIMEOUT
 
 SCHEMA = tap_schema("_corrupt_record")
 
@@ -112,7 +113,7 @@ def test_a_caller_away_does_not_hold_back_the_acks() -> None:
             chunks = dump_chunks(conn)
             first = next(chunks)
             acked_before = len(conn.acks_sent)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + STATE_TIMEOUT
             while len(conn.acks_sent) < len(rec.client_packets(0)) and time.monotonic() < deadline:
                 time.sleep(0.05)  # the caller is away: nothing asks dump_chunks for a chunk
             acked_while_away = list(conn.acks_sent)
@@ -246,7 +247,7 @@ def test_never_acking_stall_is_not_ours() -> None:
     with ReplayServer(rec) as server:
         with TapConnection(parse_tap_uri(server.uri), spec, read_timeout=5) as conn:
             got = 0
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + STATE_TIMEOUT
             while got < len(rec.packets(0, "s2c")) and time.monotonic() < deadline:
                 chunk = conn.read(0.5)
                 assert chunk is not None
@@ -268,7 +269,7 @@ def test_list_vbuckets_stream_without_acks() -> None:
     batch_spec = BatchSpec("s", SCHEMA, 1000, ParseMode.FAILFAST)
     with ReplayServer(rec) as server:
         with TapConnection(parse_tap_uri(server.uri), spec) as conn:
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + STATE_TIMEOUT
             while len(rows) < len(want) and time.monotonic() < deadline:
                 chunk = conn.read(0.5)
                 assert chunk is not None

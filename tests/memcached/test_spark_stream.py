@@ -21,6 +21,7 @@ import pytest
 import spark_logsource
 from tests.memcached.helpers import apply_rows, expected_items
 from tests.memcached.replay import ReplayServer, load_recording
+from tests.support.waiting import QUERY_TIMEOUT
 
 RECORDING = "couchbase-1.8.1-registered_reconnect"
 NAME = "fixture-registered"  # the registered TAP name of the recording
@@ -88,15 +89,15 @@ def test_query_killed_after_a_batch_resumes_on_its_checkpoint_and_loses_nothing(
     first_capture, second_capture = captures
     checkpoint = tmp_path / "checkpoint"
     sink = Sink(fail_on="reg:live2")
-    with ReplayServer(rec, time_scale=0.02, ack_timeout=60, hold_timeout=60) as server:
+    with ReplayServer(rec, time_scale=0.02, ack_timeout=QUERY_TIMEOUT, hold_timeout=QUERY_TIMEOUT) as server:
         query = _start(spark, server.uri, checkpoint, sink)
         with pytest.raises(StreamingQueryException, match="sink failure in batch"):
-            query.awaitTermination(60)
-        server.wait_finished(1, timeout=30)  # the failed query's source closed its connection
+            query.awaitTermination(QUERY_TIMEOUT)
+        server.wait_finished(1)  # the failed query's source closed its connection
         sink.run = 2
         query = _start(spark, server.uri, checkpoint, sink)
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + QUERY_TIMEOUT
             while time.monotonic() < deadline and query.isActive and not (
                     any(r["key"] == "reg:live4" for r in sink.rows(2))
                     and len(server.logs) > 1 and server.logs[1].client_packets == rec.client_packets(1)):
@@ -104,7 +105,7 @@ def test_query_killed_after_a_batch_resumes_on_its_checkpoint_and_loses_nothing(
             assert query.exception() is None
         finally:
             query.stop()
-        server.wait_finished(2, timeout=30)
+        server.wait_finished(2)
         for i, log in enumerate(server.logs[:2]):
             # The same TAP_CONNECT both times, and exactly the ACKs the recorded client sent: up to reg:live1 on
             # the first connection (the failed batch was never acknowledged), everything on the second.

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.servers.mariadb import MariaDBServer
+from tests.support.waiting import STATE_TIMEOUT, until
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class StreamServer(MariaDBServer):
     def purge_all_but_newest(self, older_than: str) -> str:
         """PURGE BINARY LOGS up to the newest file until ``older_than`` is gone (the server keeps files InnoDB or a
         dump thread still needs for a moment); returns the oldest file left."""
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STATE_TIMEOUT
         while True:
             newest = self.binlog_files()[-1].name
             self.execute(f"PURGE BINARY LOGS TO '{newest}'")
@@ -83,6 +84,14 @@ class Writer:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=60)
+        if self.error is not None:
+            raise AssertionError(f"the writer failed: {self.error}")
+
+    def wait_for(self, transactions: int) -> None:
+        """Until ``transactions`` are committed since the start: a test waits for an amount written, not a time
+        (a loaded machine writes slower)."""
+        if not until(lambda: self.transactions >= transactions or self.error is not None):
+            raise AssertionError(f"the writer committed {self.transactions} of {transactions} transactions")
         if self.error is not None:
             raise AssertionError(f"the writer failed: {self.error}")
 

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +58,8 @@ def test_follow_then_cat_a_live_server(stream_server) -> None:
     uri = stream_server.uri.replace("mysql://", "mariadb://", 1)
     with FollowProcess(command("follow", uri, "--table", "shop.orders", "--from", position, "--interval", "0.1",
                                server_id=4301)) as follow:
-        with Writer(stream_server, seed=31):
-            time.sleep(1.0)
+        with Writer(stream_server, seed=31) as writer:
+            writer.wait_for(21)  # each transaction inserts at least one order: more than 20 rows
         stream_server.flush_logs()
         end = master_status(stream_server)
         want = files_between(stream_server, start, end)

@@ -19,6 +19,7 @@ import spark_logsource
 from spark_logsource.errors import OptionError, SourceError
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
 from tests.support.cli_follow import REPO
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.server]
 
@@ -27,9 +28,7 @@ def _range(server: Any) -> tuple[dict, dict]:
     server.flush_logs()
     first = server.binlog_files()[-1].name
     with Writer(server, seed=71):
-        deadline = time.monotonic() + 30
-        while len(server.binlog_files()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        assert until(lambda: len(server.binlog_files()) >= 3), "the writer rotated the binlog"
     file, pos = server.query("SHOW MASTER STATUS")[0][:2]
     return {"file": first, "pos": 4}, {"file": file, "pos": int(pos)}
 

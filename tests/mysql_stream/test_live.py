@@ -15,6 +15,7 @@ from spark_logsource.errors import AuthenticationError, DataLossError, SourceErr
 from spark_logsource.mysql.replication_format import LiveSlice, read_live_slice
 from spark_logsource.streaming.stream import ReadBudget, offset_json
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
+from tests.support.waiting import STATE_TIMEOUT
 
 pytestmark = [pytest.mark.server]
 
@@ -47,9 +48,9 @@ def _master_status(server) -> tuple[str, int]:
 
 def _ranges(stream, start: dict, seconds: float = 60.0, at_least: int = 0) -> list[tuple[dict, dict, pa.Table]]:
     """Consecutive ranges from ``start`` until caught up or ``seconds`` passed, and at least ``at_least`` ranges
-    (within a minute: a loaded machine may need more than ``seconds`` for them)."""
+    (within STATE_TIMEOUT: a loaded machine may need more than ``seconds`` for them)."""
     deadline = time.monotonic() + seconds
-    hard_deadline = time.monotonic() + 60
+    hard_deadline = time.monotonic() + STATE_TIMEOUT
     out: list[tuple[dict, dict, pa.Table]] = []
     cur = start
     while time.monotonic() < deadline or (len(out) < at_least and time.monotonic() < hard_deadline):
@@ -63,8 +64,8 @@ def _ranges(stream, start: dict, seconds: float = 60.0, at_least: int = 0) -> li
 
 
 def test_batch_read_equals_the_servers_files(stream_server) -> None:
-    with Writer(stream_server, seed=21):
-        time.sleep(1.0)
+    with Writer(stream_server, seed=21) as writer:
+        writer.wait_for(60)  # at least two rows each (an order and an item): more than 100 rows
     stream_server.flush_logs()
     # one end for both readers (the server may add a BINLOG_CHECKPOINT to its open file at any time)
     end = _master_status(stream_server)
@@ -87,8 +88,8 @@ def test_batch_read_equals_the_servers_files(stream_server) -> None:
 
 
 def test_tables_filter_and_options_work_as_in_batch(stream_server) -> None:
-    with Writer(stream_server, seed=22):
-        time.sleep(0.5)
+    with Writer(stream_server, seed=22) as writer:
+        writer.wait_for(3)
     stream_server.flush_logs()
     live = spark_logsource.read("mysql-replication", [], tables="shop.*", ops="insert,update",
                                 includeQuery="false", **_opts(stream_server))
@@ -103,7 +104,7 @@ def test_stream_under_load_delivers_every_row_once_and_resumes_exactly(stream_se
     stream = fmt.stream()
     start = stream.initial_offset()
     with Writer(stream_server, seed=23) as writer:
-        time.sleep(0.5)
+        writer.wait_for(11)
         first = _ranges(stream, start, seconds=3, at_least=2)
     assert writer.transactions > 10 and len(first) >= 2
     for _s, end, table in first:
@@ -127,8 +128,8 @@ def test_stream_under_load_delivers_every_row_once_and_resumes_exactly(stream_se
 
 
 def test_follow_with_gtid_and_latest_starts(stream_server) -> None:
-    with Writer(stream_server, seed=24):
-        time.sleep(0.5)
+    with Writer(stream_server, seed=24) as writer:
+        writer.wait_for(5)  # several GTIDs: rows after the middle one
     stream_server.flush_logs()
     files = _files_read(stream_server)
     gtids = [g for g in dict.fromkeys(files.column("gtid").to_pylist()) if g]
@@ -168,8 +169,8 @@ def test_wrong_password_and_missing_grant_are_clear_and_never_show_the_password(
 
 
 def test_purged_binlog_is_data_loss_unless_allowed(stream_server) -> None:
-    with Writer(stream_server, seed=25):
-        time.sleep(0.3)
+    with Writer(stream_server, seed=25) as writer:
+        writer.wait_for(3)
     stream_server.flush_logs()
     stream = make_format("mysql-replication", [], _opts(stream_server)).stream()
     start = stream.initial_offset()
@@ -200,8 +201,8 @@ def test_start_inside_an_event_is_a_clear_error(stream_server) -> None:
 
 
 def test_slow_consumer_survives_net_write_timeout(stream_server) -> None:
-    with Writer(stream_server, seed=26):
-        time.sleep(1.0)
+    with Writer(stream_server, seed=26) as writer:
+        writer.wait_for(60)  # enough to outlast net_write_timeout at the consumer's pace
     stream_server.flush_logs()
     stream_server.execute("SET GLOBAL net_write_timeout = 1")
     try:

@@ -10,7 +10,6 @@ and deletes) and a writer's multi-statement transactions over several rotated fi
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from typing import Any
 
@@ -24,6 +23,7 @@ from spark_logsource.mysql.tablemap import TableMap, decode_table_map
 from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, Writer
 from tests.support.mysql_types import types_workload
 from tests.support.oracle.mariadb_binlog import DecodedRows, compare_rows, run_remote_oracle
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.server]
 
@@ -68,10 +68,8 @@ def _types_then_writer(server: Any) -> None:
         server.execute("SET SESSION time_zone = DEFAULT")
     files_before = len(server.binlog_files())
     with Writer(server, seed=31) as writer:
-        deadline = time.monotonic() + 10
-        while len(server.binlog_files()) < files_before + 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert writer.transactions > 10
+        assert until(lambda: len(server.binlog_files()) >= files_before + 3), "the writer rotated the binlog"
+        writer.wait_for(11)
 
 
 def test_live_client_rows_equal_the_servers_remote_reader(stream_server: Any) -> None:

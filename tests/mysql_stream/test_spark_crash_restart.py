@@ -20,6 +20,7 @@ import pytest
 import spark_logsource
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
 from tests.support.streaming import BatchSink
+from tests.support.waiting import QUERY_TIMEOUT, until
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
@@ -81,11 +82,11 @@ def test_killed_and_restarted_while_writing_rotating_and_purging(
     with Writer(stream_server, seed=41, pause=0.1) as writer:
         query = _start(spark, stream_server, source, start, checkpoint, sink)
         with pytest.raises(StreamingQueryException, match="sink failure in batch 2"):
-            query.awaitTermination(60)
-        time.sleep(0.5)  # the writer goes on while the query is down
+            query.awaitTermination(QUERY_TIMEOUT)
+        writer.wait_for(writer.transactions + 3)  # the writer goes on while the query is down
         query = _start(spark, stream_server, source, start, checkpoint, sink)
         try:
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + QUERY_TIMEOUT
             while time.monotonic() < deadline and query.isActive and (
                     len(purged) < 3 or len(sink.batches) < 6 or writer.transactions <= 50):
                 purged += _purge_consumed(stream_server, archive, sink)
@@ -99,9 +100,7 @@ def test_killed_and_restarted_while_writing_rotating_and_purging(
                 sorted({*purged, *names[:-1]}), "the archive holds every file of the server's log"
             expected = [_key(tuple(r[c] for c in COLUMNS)) for r in
                         spark_logsource.read("mysql-binlog", [str(f) for f in files], rowFormat="json").to_pylist()]
-            deadline = time.monotonic() + 30
-            while len(sink.rows()) < len(expected) and time.monotonic() < deadline and query.isActive:
-                time.sleep(0.2)
+            until(lambda: len(sink.rows()) >= len(expected), QUERY_TIMEOUT, alive=lambda: query.isActive)
             assert query.exception() is None
         finally:
             query.stop()

@@ -5,7 +5,6 @@ writer keeps committing."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 import spark_logsource
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
 from tests.support.streaming import run_available_now
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
@@ -42,12 +42,10 @@ def _run(spark: Any, reader: Any, checkpoint: Path, sink: Any) -> None:
     run_available_now(reader.load(), checkpoint, sink, timeout=300)
 
 
-def _wait_for_files(server: Any, more: int, timeout: float = 60.0) -> None:
+def _wait_for_files(server: Any, more: int) -> None:
     """Let the writer rotate the binlog ``more`` times (enough for several micro-batches)."""
     target = len(server.binlog_files()) + more
-    deadline = time.monotonic() + timeout
-    while len(server.binlog_files()) < target and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert until(lambda: len(server.binlog_files()) >= target), f"the binlog did not rotate {more} times"
 
 
 def _sunk(out: Path) -> list[tuple]:
@@ -72,8 +70,8 @@ def test_live_stream_exactly_once_across_a_sink_crash(spark: Any, stream_server:
     with pytest.raises(Exception, match="SinkCrash|sink fails"):
         _run(spark, reader(), checkpoint, _sink(out, crash_at=2))
     assert len(list(out.glob("batch_*.json"))) == 2
-    with Writer(stream_server, seed=33, pause=0.02):  # more arrives while the query is down
-        time.sleep(0.5)
+    with Writer(stream_server, seed=33, pause=0.02) as writer:  # more arrives while the query is down
+        writer.wait_for(10)
     stream_server.flush_logs()
     _run(spark, reader(), checkpoint, _sink(out, crash_at=None))  # restart on the same checkpoint
     names = [p.name for p in stream_server.binlog_files()]
@@ -89,7 +87,7 @@ def test_directory_stream_available_now(spark: Any, stream_server: Any, tmp_path
     out = tmp_path / "sink"
     out.mkdir()
     with Writer(stream_server, seed=32, pause=0.02):
-        time.sleep(0.5)
+        _wait_for_files(stream_server, 5)  # more than 64k: several micro-batches
     stream_server.flush_logs()
     reader = (spark.readStream.format("mysql-binlog").option("maxBytesPerTrigger", "64k")
               .option("rowFormat", "json").option("path", str(stream_server.binlog_dir)))
@@ -104,8 +102,8 @@ def test_directory_stream_available_now(spark: Any, stream_server: Any, tmp_path
 def test_batch_read_of_a_position_range(spark: Any, stream_server: Any) -> None:
     stream_server.flush_logs()
     first = stream_server.binlog_files()[-1].name
-    with Writer(stream_server, seed=34, pause=0.02):
-        time.sleep(0.5)
+    with Writer(stream_server, seed=34, pause=0.02) as writer:
+        writer.wait_for(10)
     stream_server.flush_logs()
     end_file, end_pos = stream_server.query("SHOW MASTER STATUS")[0][:2]
     df = (spark.read.format("mysql-replication").option("uri", stream_server.uri).option("password", CDC_PASSWORD)

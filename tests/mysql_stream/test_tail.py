@@ -16,15 +16,17 @@ from spark_logsource.api import make_format
 from spark_logsource.errors import DataLossError
 from spark_logsource.streaming.stream import ReadBudget, offset_json
 from tests.mysql_stream.conftest import Writer
+from tests.support.waiting import STATE_TIMEOUT, until
 
 pytestmark = [pytest.mark.server]
 
 FILE_START = 4
 
 
-def _ranges(directory: str, start: dict | None = None, seconds: float = 60.0,
+def _ranges(directory: str, start: dict | None = None, seconds: float = 60.0, count: int | None = None,
             **options) -> list[tuple[dict, dict, pa.Table]]:
-    """Every range [start, end) the stream plans until idle (or for ``seconds``), with its rows."""
+    """Every range [start, end) the stream plans until idle (or for ``seconds``, or ``count`` ranges), with its
+    rows."""
     deadline = time.monotonic() + seconds
     if start is not None:
         options["startingPosition"] = json.dumps(start)
@@ -37,6 +39,8 @@ def _ranges(directory: str, start: dict | None = None, seconds: float = 60.0,
             return out
         batches = [b for s in stream.plan(cur, end) for b in stream.read_slice(s)]
         out.append((cur, end, pa.Table.from_batches(batches, schema=stream.schema())))
+        if len(out) == count:
+            return out
         cur = end
 
 
@@ -44,10 +48,18 @@ def _settle(server) -> None:
     server.flush_logs()  # the active file is closed, so the batch reader and the stream see the same bytes
 
 
+def _wait_written(server, writer: Writer, transactions: int, rotations: int = 0) -> None:
+    """Until ``writer`` committed ``transactions`` more and the binlog rotated ``rotations`` times more (a
+    loaded machine writes slower: the amount is waited for, not a time)."""
+    done, files = writer.transactions + transactions, len(server.binlog_files()) + rotations
+    assert until(lambda: writer.transactions >= done and len(server.binlog_files()) >= files,
+                 alive=lambda: writer.error is None), f"the writer wrote {writer.transactions}: {writer.error}"
+
+
 def test_tail_under_load_equals_the_batch_read_and_cuts_at_transaction_ends(stream_server) -> None:
     directory = str(stream_server.binlog_dir)
     with Writer(stream_server) as writer:
-        time.sleep(1.5)
+        _wait_written(stream_server, writer, 21, rotations=4)
         ranges_live = _ranges(directory, seconds=4, maxBytesPerTrigger="3k")
     assert writer.transactions > 20
     _settle(stream_server)
@@ -74,8 +86,8 @@ def test_tail_under_load_equals_the_batch_read_and_cuts_at_transaction_ends(stre
 
 def test_events_view_follows_file_by_file(stream_server) -> None:
     directory = str(stream_server.binlog_dir)
-    with Writer(stream_server, seed=11):
-        time.sleep(0.5)
+    with Writer(stream_server, seed=11) as writer:
+        _wait_written(stream_server, writer, 10, rotations=3)
     _settle(stream_server)
     ranges = _ranges(directory, view="events", maxFilesPerTrigger=1)
     streamed = pa.concat_tables([t for _s, _e, t in ranges])
@@ -93,9 +105,9 @@ def test_events_view_follows_file_by_file(stream_server) -> None:
 
 def test_restarted_query_resumes_exactly_once(stream_server) -> None:
     directory = str(stream_server.binlog_dir)
-    with Writer(stream_server, seed=3):
-        time.sleep(1.0)
-        first = _ranges(directory, seconds=3, maxBytesPerTrigger="2k")[:5]
+    with Writer(stream_server, seed=3) as writer:
+        _wait_written(stream_server, writer, 10, rotations=2)
+        first = _ranges(directory, seconds=STATE_TIMEOUT, count=5, maxBytesPerTrigger="2k")
     assert len(first) == 5
     checkpoint = first[-1][1]  # "crash" after five committed batches; restart from the checkpoint
     _settle(stream_server)
@@ -107,8 +119,8 @@ def test_restarted_query_resumes_exactly_once(stream_server) -> None:
 def test_partial_tail_is_not_yet(stream_server, tmp_path) -> None:
     """A copy of the directory whose active file ends inside a transaction: the stream stops before it, then
     moves on when the rest is written."""
-    with Writer(stream_server, seed=5):
-        time.sleep(0.3)
+    with Writer(stream_server, seed=5) as writer:
+        _wait_written(stream_server, writer, 5)
     _settle(stream_server)
     files = stream_server.binlog_files()
     source = max(files[:-1], key=lambda p: p.stat().st_size)
@@ -139,8 +151,8 @@ def test_partial_tail_is_not_yet(stream_server, tmp_path) -> None:
 
 def test_purged_start_is_data_loss_unless_allowed(stream_server, tmp_path) -> None:
     directory = str(stream_server.binlog_dir)
-    with Writer(stream_server, seed=9):
-        time.sleep(0.3)
+    with Writer(stream_server, seed=9) as writer:
+        _wait_written(stream_server, writer, 3)
     stream_server.flush_logs()
     stream = make_format("mysql-binlog", directory, {}).stream()
     start = stream.initial_offset()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.spark import filter_pushdown, spark_conf
+from tests.support.waiting import STATE_TIMEOUT
 
 REPO = Path(__file__).resolve().parents[2]
 CRC_BAD = "tarantool/test/xlog/reader/crc.bad.xlog"  # a real xlog whose block at byte 320 fails its checksum
@@ -47,7 +48,7 @@ def test_shipped_samples_directory_reads_zero_rows_and_says_why(spark: Any, tmp_
     shutil.copytree(REPO / "samples/tarantool", samples)  # the repo's own samples/tarantool: sub-directories only
     with worker_logs(spark) as warnings:
         assert spark.read.format("tarantool-xlog").load(str(samples)).count() == 0
-        said = poll(lambda: warnings(str(samples)), 30, "the warning about sub-directories")
+        said = poll(lambda: warnings(str(samples)), STATE_TIMEOUT, "the warning about sub-directories")
     assert "recursiveFileLookup" in said[0] and "dml" in said[0]
     recursive = spark.read.format("tarantool-xlog").option("recursiveFileLookup", "true").load(str(samples))
     assert recursive.count() > 0
@@ -75,8 +76,8 @@ def test_empty_directory_reads_zero_rows_in_every_file_format(spark: Any, tmp_pa
     with worker_logs(spark) as warnings:
         assert spark.read.format(fmt).load(str(empty)).count() == 0
         assert spark.read.format(fmt).load(str(only_subdirs)).collect() == []
-        poll(lambda: warnings(str(empty)), 30, "the warning about the empty directory")
-        poll(lambda: warnings(str(only_subdirs)), 30, "the warning about the sub-directories")
+        poll(lambda: warnings(str(empty)), STATE_TIMEOUT, "the warning about the empty directory")
+        poll(lambda: warnings(str(only_subdirs)), STATE_TIMEOUT, "the warning about the sub-directories")
 
 
 # --- corrupt rows under filters ----------------------------------------------------------------------------------
@@ -88,7 +89,8 @@ def test_corrupt_row_dropped_by_a_filter_is_warned(spark: Any, fixtures_dir: Pat
     shutil.copy(fixtures_dir / CRC_BAD, path)
     with filter_pushdown(spark, pushdown), worker_logs(spark) as warnings:
         filtered = spark.read.format("tarantool-xlog").load(str(path)).where("space_id >= 0").collect()
-        said = poll(lambda: [m for m in warnings(str(path)) if "corrupt" in m], 30, "a corrupt-record warning")
+        said = poll(lambda: [m for m in warnings(str(path)) if "corrupt" in m], STATE_TIMEOUT,
+                    "a corrupt-record warning")
         # A new DataFrame: with pushdown on, pyspark 4.3 reuses the filtered scan for a later query of the same one
         everything = spark.read.format("tarantool-xlog").load(str(path)).collect()
     assert [r.offset for r in everything if r._corrupt_record] == [320]

@@ -21,7 +21,8 @@ import spark_logsource
 from spark_logsource.errors import DataLossError, SourceError
 from spark_logsource.tarantool.meta import read_meta
 from tests.support.cli_follow import REPO
-from tests.support.follow_thread import FollowThread, until
+from tests.support.follow_thread import FollowThread
+from tests.support.waiting import until
 
 
 def _start_of(xlog: Path) -> dict[str, Any]:
@@ -86,12 +87,12 @@ def test_cli_follow_from_a_future_xlog_waits_and_says_so(tmp_path: Path, finishe
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
         reader.start()
         try:
-            assert until(lambda: "waiting for" in stderr.read_text() or proc.poll() is not None, 60)
+            assert until(lambda: "waiting for" in stderr.read_text() or proc.poll() is not None)
             assert proc.poll() is None, stderr.read_text()  # still following: no error
             said = stderr.read_text()
             assert last.name in said and "data loss" not in said.lower()
             shutil.copy(last, wal / last.name)
-            assert until(lambda: len(lines) >= expected or proc.poll() is not None, 60), stderr.read_text()
+            assert until(lambda: len(lines) >= expected or proc.poll() is not None), stderr.read_text()
             proc.send_signal(signal.SIGINT)
             assert proc.wait(timeout=30) == 0
         finally:

@@ -20,6 +20,7 @@ import pytest
 import spark_logsource
 from tests.support.streaming import KEY_COLUMNS, BatchSink
 from tests.support.tarantool_writer import start_writer
+from tests.support.waiting import QUERY_TIMEOUT, until
 
 SNAPSHOTS = 3
 
@@ -46,15 +47,6 @@ def _start(spark: Any, directory: Path, checkpoint: Path, sink: BatchSink) -> An
             .trigger(processingTime="300 milliseconds").start())
 
 
-def _until(predicate: Any, seconds: float, query: Any | None = None) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (query is None or query.isActive):
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
-
-
 def test_killed_and_restarted_while_writing_rotating_and_collecting(spark: Any, tmp_path: Path) -> None:
     from pyspark.errors import StreamingQueryException
 
@@ -70,24 +62,25 @@ def test_killed_and_restarted_while_writing_rotating_and_collecting(spark: Any, 
     try:
         query = _start(spark, writer.directory, checkpoint, sink)
         with pytest.raises(StreamingQueryException, match="sink failure in batch 1"):
-            query.awaitTermination(60)
+            query.awaitTermination(QUERY_TIMEOUT)
         query = _start(spark, writer.directory, checkpoint, sink)
         try:
             for k in range(1, SNAPSHOTS + 1):
-                assert _until(lambda k=k: (gate / f"waiting-{k}").exists(), 30), f"writer at snapshot {k}"
+                assert until(lambda k=k: (gate / f"waiting-{k}").exists()), f"writer at snapshot {k}"
                 _archive(writer.directory, archive)
                 want = set(_archived_rows(archive))
                 # (the failed batch's rows are in the sink too: the restarted query must have re-run it first)
-                assert _until(lambda want=want: len(sink.attempts[1]) == 2 and want <= {_key(r) for r in sink.rows()},
-                              30, query), f"the query read everything before snapshot {k}"
+                assert until(lambda want=want: len(sink.attempts[1]) == 2 and want <= {_key(r) for r in sink.rows()},
+                             QUERY_TIMEOUT, alive=lambda: query.isActive), f"the query read all before snapshot {k}"
                 before = {p.name for p in writer.xlogs()}
                 (gate / f"go-{k}").touch()
-                _until(lambda before=before: not before <= {p.name for p in writer.xlogs()}, 5)
+                # (the snapshot and the collection after it take a moment: the next loop pass needs them done)
+                assert until(lambda before=before: not before <= {p.name for p in writer.xlogs()}), "collected"
                 collected |= before - {p.name for p in writer.xlogs()}
             writer.finish()  # the exit closes the active xlog
             _archive(writer.directory, archive)
             expected = _archived_rows(archive)
-            assert _until(lambda: len(sink.rows()) >= len(expected), 30, query)
+            assert until(lambda: len(sink.rows()) >= len(expected), QUERY_TIMEOUT, alive=lambda: query.isActive)
             time.sleep(0.6)  # a further batch would show a repeat
             assert query.exception() is None
         finally:
@@ -116,13 +109,13 @@ def test_position_at_a_snapshot_whose_xlogs_were_collected_is_not_data_loss(tmp_
     writer = start_writer(tmp_path / "wal", total=100, period=0, snapshot_every=100, cfg={"checkpoint_count": 1},
                           snapshot_gate=gate)
     try:
-        assert _until(lambda: (gate / "waiting-1").exists(), 30)
+        assert until(lambda: (gate / "waiting-1").exists())
         stream = make_format("tarantool-xlog", str(writer.directory), {}).stream()
         start = stream.initial_offset()
         end = stream.latest_offset(start, ReadBudget())
         assert end != start
         (gate / "go-1").touch()
-        assert _until(lambda: not writer.xlogs(), 10), "the collector deleted every xlog"
+        assert until(lambda: not writer.xlogs()), "the collector deleted every xlog"
         assert stream.latest_offset(end, ReadBudget()) == end  # read to the snapshot: nothing lost, nothing new
         with pytest.raises(DataLossError, match="no later xlog exists"):
             stream.latest_offset(start, ReadBudget())

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 
 import pytest
 
 from tests.support.streaming import KEY_COLUMNS, BatchSink
 from tests.support.tarantool_writer import start_writer
+from tests.support.waiting import QUERY_TIMEOUT, until
 
 
 def Sink(fail_in: int | None = None, columns: tuple[str, ...] = KEY_COLUMNS) -> BatchSink:
@@ -50,15 +50,13 @@ def test_crash_and_restart_while_writing_gives_every_row_exactly_once(spark, tmp
     query = start_query(spark, writer.directory, checkpoint, sink, {"processingTime": "300 milliseconds"},
                         maxRowsPerTrigger=200)
     with pytest.raises(StreamingQueryException, match="sink failure in batch 1"):
-        query.awaitTermination(90)
+        query.awaitTermination(QUERY_TIMEOUT)
     before_crash = len(sink.rows())
     query = start_query(spark, writer.directory, checkpoint, sink, {"processingTime": "300 milliseconds"},
                         maxRowsPerTrigger=200)
     writer.finish()  # the exit closes the active xlog; the running query catches up by itself
     expected = expected_rows(writer.xlogs())
-    deadline = time.monotonic() + 90
-    while len(sink.rows()) < len(expected) and time.monotonic() < deadline and query.isActive:
-        time.sleep(0.2)
+    until(lambda: len(sink.rows()) >= len(expected), QUERY_TIMEOUT, alive=lambda: query.isActive)
     query.stop()
     assert query.exception() is None
     assert len(sink.attempts[1]) == 2 and sink.attempts[1][0] == sink.attempts[1][1]  # the re-run is identical
@@ -73,7 +71,7 @@ def test_available_now_with_file_budget_cuts_contiguous_batches(spark, tmp_path,
     sink = Sink()
     query = start_query(spark, finished_wal, tmp_path / "checkpoint", sink, {"availableNow": True},
                         maxFilesPerTrigger=1)
-    query.awaitTermination(90)
+    query.awaitTermination(QUERY_TIMEOUT)
     assert query.exception() is None
     progress = source_progress(query)
     assert len(progress) >= len(list(finished_wal.glob("*.xlog"))) - 1
@@ -98,13 +96,13 @@ def test_collected_start_fails_the_query_unless_allowed(spark, tmp_path, expecte
     query = start_query(spark, writer.directory, tmp_path / "ck1", Sink(), {"availableNow": True},
                         startingPosition=start)
     with pytest.raises(StreamingQueryException, match="data loss") as err:
-        query.awaitTermination(90)
+        query.awaitTermination(QUERY_TIMEOUT)
     assert position["file"] in str(err.value)
     scalar = tuple(c for c in KEY_COLUMNS if c not in ("tuple", "ops"))
     sink = Sink(columns=(*scalar, "tuple"))
     query = start_query(spark, writer.directory, tmp_path / "ck2", sink, {"availableNow": True},
                         startingPosition=start, failOnDataLoss="false", tupleFormat="variant")
-    query.awaitTermination(90)
+    query.awaitTermination(QUERY_TIMEOUT)
     assert query.exception() is None
     # The default variant tuples stream too; everything still there arrives (scalars compared, tuples present).
     expected = expected_rows(writer.xlogs())

@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+from tests.support.waiting import STATE_TIMEOUT, until
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -20,11 +22,9 @@ class FollowProcess:
         self._reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True)
         self._reader.start()
 
-    def wait_for(self, count: int, timeout: float = 60) -> None:
+    def wait_for(self, count: int, timeout: float = STATE_TIMEOUT) -> None:
         """Until ``count`` lines arrived, the process ended, or ``timeout`` seconds passed."""
-        deadline = time.monotonic() + timeout
-        while len(self.lines) < count and self.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: len(self.lines) >= count, timeout, alive=lambda: self.proc.poll() is None)
 
     def interrupt(self, settle: float = 0.3) -> tuple[int, str]:
         """Ctrl-C after ``settle`` seconds (a row printed after the expected ones would be a row too many); the
@@ -32,7 +32,7 @@ class FollowProcess:
         time.sleep(settle)
         self.proc.send_signal(signal.SIGINT)
         try:
-            code = self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=STATE_TIMEOUT)
         finally:
             self.kill()
         self._reader.join(timeout=10)

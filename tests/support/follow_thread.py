@@ -6,23 +6,13 @@ from __future__ import annotations
 import threading
 import time
 import types
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import spark_logsource
 import spark_logsource.streaming.follow as follow_module
-
-
-def until(check: Callable[[], bool], timeout: float = 30.0) -> bool:
-    """Poll ``check`` until it holds or ``timeout`` seconds passed; its last answer."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
+from tests.support.waiting import STATE_TIMEOUT, until
 
 
 class _Stopped(Exception):
@@ -59,11 +49,11 @@ class FollowThread:
         except BaseException as exc:  # handed to the test thread
             self.failed.append(exc)
 
-    def wait_polls(self, count: int, timeout: float = 30.0) -> bool:
+    def wait_polls(self, count: int, timeout: float = STATE_TIMEOUT) -> bool:
         """Until the loop went idle ``count`` times (or failed)."""
         return until(lambda: self.polls >= count or bool(self.failed), timeout)
 
-    def wait_rows(self, count: int, timeout: float = 30.0) -> bool:
+    def wait_rows(self, count: int, timeout: float = STATE_TIMEOUT) -> bool:
         return until(lambda: len(self.rows) >= count or bool(self.failed), timeout)
 
     def stop(self) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.servers.tarantool import WORKLOADS_DIR, TarantoolError, boot_script, server_log, tarantool_binary
+from tests.support.waiting import STATE_TIMEOUT
 
 WRITER_SCRIPT = WORKLOADS_DIR / "tarantool_stream_writer.lua"
 
@@ -31,7 +32,7 @@ class Writer:
     def xlogs(self) -> list[Path]:
         return sorted(p for p in self.directory.iterdir() if p.name.endswith(".xlog"))
 
-    def wait_for_xlog(self, timeout: float = 20.0) -> None:
+    def wait_for_xlog(self, timeout: float = STATE_TIMEOUT) -> None:
         """Until the first xlog has its meta header (the instance wrote something)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -42,7 +43,7 @@ class Writer:
             time.sleep(0.02)
         raise TarantoolError(f"no xlog in {self.directory}:\n{server_log(self.directory)}")
 
-    def finish(self, timeout: float = 60.0) -> None:
+    def finish(self, timeout: float = STATE_TIMEOUT) -> None:
         """Let the writer end (it exits once its transactions are written); raise if it failed."""
         self.stop_file.touch()
         try:

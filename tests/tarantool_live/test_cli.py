@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "spark_logsource.cli", *args, "--option", f"password={PASSWORD}",
-            "--option", "readTimeout=5"]
+            "--option", "readTimeout=30"]  # bounds a hang; a loaded server may answer late
 
 
 def key(row: dict) -> tuple:

@@ -21,20 +21,23 @@ import pytest
 from tests.support.servers.tarantool_live import LiveTarantool
 from tests.support.streaming import BatchSink
 from tests.support.tarantool_live import directory_rows
+from tests.support.waiting import QUERY_TIMEOUT, until
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
 KEYS = ("lsn", "replica_id", "tsn", "is_commit", "type", "space_id", "tuple")
-#: A fiber committing single-row and three-row transactions (and deletes) every 10 ms until ``writer_on`` is false;
-#: ``writer_pause`` holds it between transactions.
+#: A fiber committing single-row and three-row transactions (and deletes) every 10 ms until ``writer_on`` is false
+#: (then ``writer_done``); ``writer_pause`` holds it between transactions, and ``writer_held`` says it is held (no
+#: transaction of its own in flight: the vclock is final until the pause ends).
 WRITER = ("local fiber = require('fiber') _G.writer_on = true _G.writer_pause = false _G.writer_n = 0 "
-          "fiber.create(function() local i = 0 while _G.writer_on do "
+          "_G.writer_held = false _G.writer_done = false "
+          "fiber.create(function() local i = 0 while _G.writer_on do _G.writer_held = _G.writer_pause "
           "if not _G.writer_pause then i = i + 1 "
           "if i % 5 == 0 then box.begin() for k = 1, 3 do box.space.t:replace{100000 + i * 10 + k, "
           "string.rep('x', i % 50)} end box.commit() "
           "elseif i % 7 == 0 then box.space.t:delete{100000 + (i - 7) * 10} "
           "else box.space.t:replace{100000 + i * 10, i} end _G.writer_n = i end "
-          "fiber.sleep(0.01) end end)")
+          "fiber.sleep(0.01) end _G.writer_done = true end)")
 
 
 @pytest.fixture
@@ -59,13 +62,19 @@ def _archive(server: LiveTarantool, archive: Path) -> None:
         shutil.copyfile(path, archive / path.name)
 
 
-def _read_up_to(sink: BatchSink, lsn: int, query: Any, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and query.isActive:
-        if max((r[0] for r in sink.rows()), default=0) >= lsn:
-            return True
-        time.sleep(0.1)
-    return False
+def _read_up_to(sink: BatchSink, lsn: int, query: Any) -> bool:
+    return until(lambda: max((r[0] for r in sink.rows()), default=0) >= lsn, QUERY_TIMEOUT,
+                 alive=lambda: query.isActive, interval=0.1)
+
+
+def _written(server: LiveTarantool, transactions: int) -> None:
+    """Until the writer committed ``transactions`` more (an amount, not a time: a loaded machine is slower)."""
+    target = int(server.value("_G.writer_n")) + transactions
+    assert until(lambda: int(server.value("_G.writer_n")) >= target, interval=0.1), "the writer went on"
+
+
+def _flag(server: LiveTarantool, name: str) -> None:
+    assert until(lambda: server.value(f"_G.{name}") == "true", interval=0.1), f"the writer set {name}"
 
 
 def test_killed_and_restarted_while_writing_rotating_and_collecting(spark: Any, rotating_server: LiveTarantool,
@@ -82,31 +91,30 @@ def test_killed_and_restarted_while_writing_rotating_and_collecting(spark: Any, 
     try:
         query = _start(spark, server, checkpoint, sink, start)
         with pytest.raises(StreamingQueryException, match="sink failure in batch 2"):
-            query.awaitTermination(60)
-        time.sleep(0.5)  # the writer goes on while the query is down
+            query.awaitTermination(QUERY_TIMEOUT)
+        _written(server, 20)  # the writer goes on while the query is down
         query = _start(spark, server, checkpoint, sink, start)
         collected: list[str] = []
         try:
             for _ in range(2):
-                time.sleep(0.7)
+                _written(server, 70)
                 server.eval("_G.writer_pause = true")
-                time.sleep(0.05)
+                _flag(server, "writer_held")  # its last commit is written: nothing comes after paused_at
                 paused_at = server.vclock()[1]
-                assert _read_up_to(sink, paused_at, query, 30), "the query caught up with the paused writer"
+                assert _read_up_to(sink, paused_at, query), "the query caught up with the paused writer"
                 _archive(server, archive)
                 before = {p.name for p in server.xlog_files()}
                 server.eval("box.snapshot()")
-                deadline = time.monotonic() + 5  # the server's collector runs after the checkpoint
-                while before <= {p.name for p in server.xlog_files()} and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                # the server's collector runs after the checkpoint
+                until(lambda before=before: not before <= {p.name for p in server.xlog_files()})
                 collected += sorted(before - {p.name for p in server.xlog_files()})
                 server.eval("_G.writer_pause = false")
-            time.sleep(0.7)
+            _written(server, 70)
             server.eval("_G.writer_on = false")
-            time.sleep(0.05)
+            _flag(server, "writer_done")  # its last commit is written: end is the end
             end = server.vclock()
             _archive(server, archive)
-            assert _read_up_to(sink, end[1], query, 30)
+            assert _read_up_to(sink, end[1], query)
             time.sleep(1.0)  # a further batch would show a row past the end, or a repeat
             assert query.exception() is None
         finally:

@@ -10,7 +10,6 @@ bad batch is covered by ``test_bad_input.py``).
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 import spark_logsource
 from spark_logsource.yugabyte.reader import walk_segment
 from tests.support.streaming import BatchSink
+from tests.support.waiting import QUERY_TIMEOUT, until
 from tests.yugabyte.conftest import WAL_FIXTURES
 
 DAMAGED_TABLET = "tablet-fdae9d6b7d4d7d370c082f8c452f28aa"
@@ -48,10 +48,8 @@ def _start(spark: Any, directory: Path, checkpoint: Path, sink: BatchSink) -> An
             .option("checkpointLocation", str(checkpoint)).trigger(processingTime="300 milliseconds").start())
 
 
-def _wait(predicate: Any, query: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline and query.isActive:
-        time.sleep(0.1)
+def _wait(predicate: Any, query: Any) -> None:
+    until(predicate, QUERY_TIMEOUT, alive=lambda: query.isActive)
 
 
 def test_growing_directory_killed_mid_stream_gives_every_entry_exactly_once(spark: Any, tmp_path: Path) -> None:
@@ -76,11 +74,11 @@ def test_growing_directory_killed_mid_stream_gives_every_entry_exactly_once(spar
     checkpoint = tmp_path / "checkpoint"
     sink = BatchSink(COLUMNS, fail_in=1)
     query = _start(spark, live, checkpoint, sink)
-    _wait(lambda: 0 in sink.batches, query, 30)
+    _wait(lambda: 0 in sink.batches, query)
     assert sink.batches.get(0), "the first segment's entries came in batch 0"
     copy(segments[1])
     with pytest.raises(StreamingQueryException, match="sink failure in batch 1"):
-        query.awaitTermination(30)
+        query.awaitTermination(QUERY_TIMEOUT)
     # While the query is down, the cluster goes on: two more tablets' segments, and a half-written active one.
     copy(segments[2])
     copy(segments[3])
@@ -91,10 +89,10 @@ def test_growing_directory_killed_mid_stream_gives_every_entry_exactly_once(spar
             if src != grown:
                 count = len(sink.rows())
                 copy(src)
-                _wait(lambda c=count: len(sink.rows()) > c, query, 20)
+                _wait(lambda c=count: len(sink.rows()) > c, query)
         copy(grown, full)  # the active segment gets the rest of its batches
         expected = _batch_rows(live)
-        _wait(lambda: len(sink.rows()) >= len(expected), query, 30)
+        _wait(lambda: len(sink.rows()) >= len(expected), query)
         assert query.exception() is None
     finally:
         query.stop()

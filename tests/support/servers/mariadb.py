@@ -22,9 +22,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.waiting import STATE_TIMEOUT
+
 log = logging.getLogger(__name__)
 
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = STATE_TIMEOUT
 
 
 def _free_port() -> int:

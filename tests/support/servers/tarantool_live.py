@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.servers.tarantool import server_log, tarantool_binary
+from tests.support.waiting import STATE_TIMEOUT
 
 USER, PASSWORD = "repl", "repl-secret"
 NOPERM_USER, NOPERM_PASSWORD = "noperm", "noperm-secret"
@@ -76,7 +77,7 @@ class LiveTarantool:
     def options(self, **extra: object) -> dict[str, object]:
         return {"uri": self.uri, "password": PASSWORD, "readTimeout": 5, **extra}
 
-    def start(self, timeout: float = 20.0) -> None:
+    def start(self, timeout: float = STATE_TIMEOUT) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         boot = self.directory / "boot.lua"
         boot.write_text(_BOOT % {
