@@ -47,21 +47,21 @@ class Predicate:
         if self.op == "is_not_null":
             return value is not None
         if self.op == "<=>":
-            return value == self.value
+            return bool(value == self.value)
         if value is None or (self.value is None and self.op != "in"):
             return False
         if self.op == "=":
-            return value == self.value
+            return bool(value == self.value)
         if self.op == "in":
             return value in self.value
         if self.op == "<":
-            return value < self.value
+            return bool(value < self.value)
         if self.op == "<=":
-            return value <= self.value
+            return bool(value <= self.value)
         if self.op == ">":
-            return value > self.value
+            return bool(value > self.value)
         if self.op == ">=":
-            return value >= self.value
+            return bool(value >= self.value)
         if self.op == "starts_with":
             return isinstance(value, str) and value.startswith(self.value)
         raise AssertionError(self.op)

@@ -176,7 +176,7 @@ def _remote_call(loc: Location, path: str, call: Callable[[], Any]) -> Any:
         raise _storage_error(path, loc.scheme, exc) from None
 
 
-def open_input(uri: str):
+def open_input(uri: str) -> pa.NativeFile:
     """A random-access, seekable file (``pyarrow.NativeFile``) for ``uri``."""
     loc = locate(uri)
     return _remote_call(loc, uri, lambda: loc.fs.open_input_file(loc.inner))

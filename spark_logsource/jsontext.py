@@ -154,7 +154,7 @@ def _list(value: list[Any] | tuple[Any, ...]) -> str:
 
 
 def _object(value: dict[Any, Any]) -> str:
-    members = []
+    members: list[str] = []
     append = members.append
     for key, item in value.items():
         if type(key) is not str:
@@ -244,9 +244,9 @@ def key_text(key: Any) -> str:
     The key's JSON text, with the quotes of a JSON string taken off: ``"a"`` → ``a``, ``1`` → ``1``,
     ``True`` → ``true``, ``None`` → ``null``, ``b"\\x00"`` → ``AA==``, ``(1, "x")`` → ``[1,"x"]``.
     """
-    kind = type(key)
-    if kind is str:
+    if type(key) is str:  # tested on the value itself, so that the type checker narrows ``key`` to str
         return key
+    kind = type(key)
     if kind is int:
         return int_text(key)
     if key is None:

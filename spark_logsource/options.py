@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from spark_logsource.errors import CorruptDataError, OptionError
 
@@ -106,6 +106,14 @@ class OptionMap:
         if text in ("false", "0", "no", "off"):
             return False
         raise OptionError(name, f"expected true or false, got {value!r}")
+
+    # with an int default the result is an int: callers need no None check
+    @overload
+    def integer(self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int: ...
+
+    @overload
+    def integer(self, name: str, default: None = None, *, minimum: int | None = None,
+                maximum: int | None = None) -> int | None: ...
 
     def integer(self, name: str, default: int | None = None, *, minimum: int | None = None,
                 maximum: int | None = None) -> int | None:

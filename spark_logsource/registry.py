@@ -37,7 +37,7 @@ def format_class(name: str) -> type[LogFormat]:
     if target is None:
         raise OptionError("format", f"unknown format {name!r}; known formats: {', '.join(format_names())}")
     module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls: type[LogFormat] = getattr(importlib.import_module(module_name), class_name)
     if cls.name != name.lower():
         raise TypeError(f"{target} declares name {cls.name!r}, registered as {name!r}")
     return cls

@@ -282,7 +282,7 @@ def _collect_keys(value: Any, keys: set[str]) -> None:
 
 
 def _array(value: list[Any] | tuple[Any, ...], ids: dict[str, int]) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     append = parts.append
     for item in value:
         append(_encode(item, ids))
@@ -307,7 +307,7 @@ def _object(value: dict[Any, Any], ids: dict[str, int]) -> bytes:
         value = {key_text(key): item for key, item in value.items()}
         keys = sorted(value)
         field_ids = list(map(ids.__getitem__, keys))
-    parts = []
+    parts: list[bytes] = []
     append = parts.append
     for key in keys:
         append(_encode(value[key], ids))
@@ -329,13 +329,15 @@ def _object(value: dict[Any, Any], ids: dict[str, int]) -> bytes:
 def _encode(value: Any, ids: dict[str, int]) -> bytes:
     kind = type(value)
     if kind is int:
-        if -0x80 <= value < 0x80:
-            return _INT8_VALUES[value + 128]
-        return _int(value)
+        n: int = value  # (named with its type: the checker does not narrow ``value`` by ``kind``)
+        if -0x80 <= n < 0x80:
+            return _INT8_VALUES[n + 128]
+        return _int(n)
     if kind is str:
-        if len(value) < 64 and value.isascii():
-            return _SHORT_STR_HEADERS[len(value)] + value.encode("ascii")
-        return _string(value)
+        s: str = value
+        if len(s) < 64 and s.isascii():
+            return _SHORT_STR_HEADERS[len(s)] + s.encode("ascii")
+        return _string(s)
     if value is None:
         return _NULL
     if value is True:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 PROGRESS_MIN_BYTES = 32 << 20
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     cat = sub.add_parser("cat", help="print records as JSON lines or YAML documents, without Spark")
     cat.add_argument("paths", nargs="+", metavar="FILE|DIR")
     cat.add_argument("--source", choices=format_names(), metavar="FORMAT",

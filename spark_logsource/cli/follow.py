@@ -19,7 +19,7 @@ from spark_logsource.cli.output import BATCH_FORMATS, json_columns, require_outp
 from spark_logsource.registry import format_names
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     follow = sub.add_parser("follow", help="print rows as they are written (like tail -f), without Spark")
     follow.add_argument("target", metavar="DIR|URI", help="a WAL directory, or a live server URI")
     follow.add_argument("--source", choices=format_names(), metavar="FORMAT",

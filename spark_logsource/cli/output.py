@@ -169,7 +169,7 @@ def table_cell(value: Any) -> str:
     if isinstance(value, dict | list):
         return json_text(value)
     if isinstance(value, decimal.Decimal):
-        return plain(value)
+        return str(plain(value))
     return str(value)
 
 

@@ -13,7 +13,7 @@ from spark_logsource.registry import format_class
 from spark_logsource.variant import decode_variant
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     sql = sub.add_parser("sql", help="run a Spark SQL query over logs on a local (or given) Spark")
     sql.add_argument("query")
     sql.add_argument("--view", action="append", required=True, metavar="NAME=FORMAT:PATH",

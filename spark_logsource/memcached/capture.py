@@ -81,7 +81,11 @@ def iter_capture_batches(source: Any, path: str, size: int, spec: BatchSpec, max
             log.info("%s: resynchronised at byte %d after a bad region at %d", path, buf.offset, bad_at)
             bad_at = None
         base, packets, starts, problem = buf.take_all(copy=False)
-        yield from packet_batches(spec, packets, starts, base, lambda p, e, b=base: on_error(p, b, e))
+
+        def at_base(pos_in_data: int, err: DecodeError, base: int = base) -> CorruptDataError:
+            return on_error(pos_in_data, base, err)
+
+        yield from packet_batches(spec, packets, starts, base, at_base)
         if problem is not None:
             bad_at = buf.offset
             yield from report(CorruptDataError(path, bad_at, problem))

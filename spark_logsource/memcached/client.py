@@ -151,10 +151,10 @@ class Chunk:
 
     offset: int  # stream offset of data[0] (bytes received before it on this connection)
     data: bytes | memoryview  # a view of a receive buffer from TapConnection.read_into
-    starts: Sequence[int]  # an int64 array
+    starts: Sequence[int] | np.ndarray  # an int64 array
 
 
-def ack_requests(data: bytes, starts: Sequence[int]) -> list[tuple[int, int]]:
+def ack_requests(data: bytes | memoryview, starts: Sequence[int] | np.ndarray) -> list[tuple[int, int]]:
     """``(opcode, opaque)`` of the TAP packets in ``data`` that carry the ACK flag, in order."""
     if not len(starts):
         return []
@@ -164,7 +164,7 @@ def ack_requests(data: bytes, starts: Sequence[int]) -> list[tuple[int, int]]:
     return ack_requests_numpy(data, starts)
 
 
-def ack_requests_numpy(data: bytes, starts: Sequence[int]) -> list[tuple[int, int]]:
+def ack_requests_numpy(data: bytes | memoryview, starts: Sequence[int] | np.ndarray) -> list[tuple[int, int]]:
     """:func:`ack_requests` without the C kernel."""
     if not len(starts):
         return []
@@ -346,7 +346,7 @@ class TapConnection:
         self._check_first(offset, view, starts)
         return Chunk(offset, view[:end], starts)
 
-    def _check_first(self, offset: int, data: bytes, starts: Sequence[int]) -> None:
+    def _check_first(self, offset: int, data: bytes | memoryview, starts: Sequence[int] | np.ndarray) -> None:
         """The first packet of a connection may be the server's refusal of TAP_CONNECT."""
         if not self._first:
             return
@@ -481,6 +481,7 @@ def dump_chunks(conn: TapConnection, prefetch: int = 4, buffer_size: int = DUMP_
     thread = threading.Thread(target=keeper, name=f"tap-keeper {conn.endpoint.source}", daemon=True)
     thread.start()
     lent: bytearray | None = None
+    item: tuple[Chunk, bytearray | None] | None
     try:
         while True:
             with lock:

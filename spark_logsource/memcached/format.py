@@ -157,8 +157,11 @@ class MemcachedTapFormat(LogFormat):
         batch_spec = self.batch_spec(self.source_name or "")
         with self.connection(spec) as conn:
             for chunk in dump_chunks(conn):
-                yield from packet_batches(batch_spec, chunk.data, chunk.starts, None,
-                                          lambda pos, err, c=chunk: _live_error(batch_spec.source, c.offset + pos, err))
+
+                def at_chunk(pos: int, err: DecodeError, offset: int = chunk.offset) -> CorruptDataError:
+                    return _live_error(batch_spec.source, offset + pos, err)
+
+                yield from packet_batches(batch_spec, chunk.data, chunk.starts, None, at_chunk)
 
     # --- streaming -----------------------------------------------------------------------------------------------
     def stream(self) -> LogStream:

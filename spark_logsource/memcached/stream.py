@@ -62,7 +62,7 @@ class TapSlice:
 @dataclass(slots=True)
 class _Received:
     n: int  # 1-based number of the packet in this session
-    packet: bytes
+    packet: bytes | memoryview  # bytes, or a view of the chunk's receive buffer
     seq: int
     ack: tuple[int, int] | None  # (opcode, opaque) when the server asked for an ACK
     seq_hi: int  # highest TAP sequence number received in this session up to this packet (NOOPs carry 0)

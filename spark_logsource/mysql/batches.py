@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..arrowcols import repeated_strings, string_column, variant_type
-from ..batching import MAX_BATCH_BYTES, ChunkBuffer
-from ..filters import Predicate, apply_predicates
-from ..jsontext import to_json
-from ..variant import encode_variant
-from .read_options import BinlogReadOptions
-from .rows_encode import EncodedRows, ImageColumn, pack_images
-from .schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
+from spark_logsource.arrowcols import repeated_strings, string_column, variant_type
+from spark_logsource.batching import MAX_BATCH_BYTES, ChunkBuffer
+from spark_logsource.filters import Predicate, apply_predicates
+from spark_logsource.jsontext import to_json
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.rows_encode import EncodedRows, ImageColumn, pack_images
+from spark_logsource.mysql.schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
+from spark_logsource.variant import encode_variant
 
 __all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "join_cells", "join_parts"]
 
@@ -178,7 +178,7 @@ class BatchBuilder:
         self.predicates = list(predicates)
         self.buffer: ChunkBuffer[Chunk] = ChunkBuffer(self.batch_size, MAX_BATCH_BYTES)
 
-    def add(self, row: tuple) -> None:
+    def add(self, row: tuple[Any, ...]) -> None:
         """One row given cell by cell; variant cells are Python values (or ``ABSENT`` for SQL NULL)."""
         values = list(row) + [None] * (len(self.columns) - len(row))
         encoded: dict[int, ImageColumn | None] = {}

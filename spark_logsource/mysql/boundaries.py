@@ -14,14 +14,14 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from ..errors import CorruptDataError, TruncatedDataError
-from . import event_types as et
-from .events import BinlogFile, FramingError
-from .gtid import decode_gtid_list, decode_maria_gtid
-from .header import HEADER_LEN
-from .position import FILE_START, GtidState
-from .query_event import decode_query
-from .transactions import BEGIN_RE, GROUP_TYPES, QUERY_TYPES, is_end_query
+from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.events import BinlogFile, FramingError
+from spark_logsource.mysql.gtid import decode_gtid_list, decode_maria_gtid
+from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.position import FILE_START, GtidState
+from spark_logsource.mysql.query_event import decode_query
+from spark_logsource.mysql.transactions import BEGIN_RE, GROUP_TYPES, QUERY_TYPES, is_end_query
 
 __all__ = ["Boundary", "last_boundary"]
 

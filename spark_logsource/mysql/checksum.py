@@ -12,8 +12,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from ..native import load_kernel
-from .event_types import FLAG_BINLOG_IN_USE, FORMAT_DESCRIPTION
+from spark_logsource.mysql.event_types import FLAG_BINLOG_IN_USE, FORMAT_DESCRIPTION
+from spark_logsource.native import load_kernel
 
 __all__ = ["CHECKSUM_ALG_CRC32", "CHECKSUM_ALG_OFF", "CHECKSUM_ALG_UNDEF", "CRC_LEN", "crc32", "event_crc_ok"]
 

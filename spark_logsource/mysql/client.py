@@ -23,31 +23,40 @@ never in an error.
 
 from __future__ import annotations
 
+import enum
 import logging
 import queue
 import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import AuthenticationError, DataLossError, OptionError, SourceError, UnavailableError
-from ..net import Secret, connect_tcp
-from ..streaming.retry import Reconnect
-from . import event_types as et
-from .checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
-from .connection import connect
-from .events import MAX_EVENT_SIZE, BinlogEvent
-from .fde import FormatDescription, decode_fde
-from .header import HEADER_LEN, unpack_header
+from spark_logsource.errors import AuthenticationError, DataLossError, OptionError, SourceError, UnavailableError
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
+from spark_logsource.mysql.connection import connect
+from spark_logsource.mysql.events import MAX_EVENT_SIZE, BinlogEvent
+from spark_logsource.mysql.fde import FormatDescription, decode_fde
+from spark_logsource.mysql.header import HEADER_LEN, unpack_header
+from spark_logsource.net import Secret, connect_tcp
+from spark_logsource.streaming.retry import Reconnect
 
 __all__ = ["COM_BINLOG_DUMP", "COM_REGISTER_SLAVE", "ConnectionSettings", "DumpEvent", "ReplicationClient",
            "Secret", "parse_uri"]
 
 log = logging.getLogger(__name__)
 
-#: ``_gtid_binlog_pos`` on a server that has no MariaDB GTID variable
-_NO_GTID = object()
+
+
+class _NoGtid(enum.Enum):
+    """``_gtid_binlog_pos`` on a server that has no MariaDB GTID variable: an enum member rather than a bare
+    ``object()``, so that the type checker narrows ``before is _NO_GTID``."""
+
+    NO_GTID = "no MariaDB GTID"
+
+
+_NO_GTID = _NoGtid.NO_GTID
 
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
@@ -220,9 +229,9 @@ class ReplicationClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def error(self, exc: BaseException, position: str | None, doing: str) -> SourceError:
+    def error(self, exc: BaseException, position: str | None, doing: str) -> SourceError | DataLossError:
         """Our error for a pymysql/socket failure: the server's message and code, a hint, never the password."""
-        args = getattr(exc, "args", ())
+        args: tuple[Any, ...] = getattr(exc, "args", ())
         code = args[0] if args and isinstance(args[0], int) else None
         message = self.settings.password.redact(str(args[1]) if len(args) > 1 else str(exc))
         text = f"{doing}: {message}" + (f" (error {code})" if code is not None else "")
@@ -287,7 +296,7 @@ class ReplicationClient:
             raise SourceError(self.settings.source, None, "SHOW MASTER STATUS is empty: binary logging is off")
         return str(rows[0][0]), int(rows[0][1])
 
-    def _gtid_binlog_pos(self) -> str | object | None:
+    def _gtid_binlog_pos(self) -> str | Literal[_NoGtid.NO_GTID] | None:
         """``@@GLOBAL.gtid_binlog_pos`` (None when empty), or ``_NO_GTID`` on a server without it (MySQL)."""
         try:
             return self.query("SELECT @@GLOBAL.gtid_binlog_pos")[0][0] or None

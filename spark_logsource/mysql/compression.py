@@ -12,8 +12,8 @@ what its header declares, raises :class:`CorruptDataError` instead of allocating
 
 from __future__ import annotations
 
-from ..errors import CorruptDataError, DecodeError, TruncatedDataError, UnsupportedDataError
-from ..io.compression import zlib_exact, zstd_frames
+from spark_logsource.errors import CorruptDataError, DecodeError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.io.compression import zlib_exact, zstd_frames
 
 __all__ = ["DEFAULT_MAX_UNCOMPRESSED", "mariadb_uncompress", "zstd_uncompress"]
 

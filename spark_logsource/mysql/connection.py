@@ -34,7 +34,8 @@ def _shared_connection_class() -> type:
         def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
             global _preferred_context
             if sslp or not isinstance(sslp, dict):
-                return super()._create_ssl_ctx(sslp)  # explicit options: pymysql's own handling
+                own: ssl.SSLContext = super()._create_ssl_ctx(sslp)  # explicit options: pymysql's own handling
+                return own
             with _lock:
                 if _preferred_context is None:
                     _preferred_context = super()._create_ssl_ctx(sslp)

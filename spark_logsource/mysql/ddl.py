@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
 
-from .table_schema import ColumnSpec, Layout
+from spark_logsource.mysql.table_schema import ColumnSpec, Layout
 
 __all__ = ["Catalog", "Position", "TableHistory", "Version", "parse_ddl_file"]
 
@@ -74,7 +73,7 @@ def _charset_of(name: str) -> str:
 
 
 def _number(node: Any) -> int:
-    value = node.this if isinstance(node, exp.DataTypeParam) else node
+    value: Any = node.this if isinstance(node, exp.DataTypeParam) else node
     return int(value.name if isinstance(value, exp.Expression) else value)
 
 
@@ -237,7 +236,7 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
 
 
 def _fields(spec: ColumnSpec) -> dict[str, Any]:
-    return {f: getattr(spec, f) for f in spec.__slots__}  # type: ignore[attr-defined]
+    return {f: getattr(spec, f) for f in spec.__slots__}
 
 
 # -- statements ------------------------------------------------------------------------------------------------
@@ -291,7 +290,7 @@ def _names_in(tokens: list[Any], default_db: str | None) -> list[tuple[str, str]
     return names
 
 
-def parse_statement(sql: str) -> exp.Expression | None:
+def parse_statement(sql: str) -> exp.Expr | None:
     """The parsed DDL statement, None when it is not one the replay looks at (DML, BEGIN, SET, ...)."""
     word = _first_word(sql)
     if word not in _DDL_WORDS:
@@ -398,7 +397,7 @@ class Catalog:
             obj = self._object(name, position)
             self._record(obj, position, name, None, reason)
 
-    def _apply(self, stmt: exp.Expression, sql: str, default_db: str | None, position: Position) -> None:
+    def _apply(self, stmt: exp.Expr, sql: str, default_db: str | None, position: Position) -> None:
         if isinstance(stmt, exp.Create) and str(stmt.args.get("kind") or "").upper() == "TABLE":
             self._create(stmt, default_db, position)
         elif isinstance(stmt, exp.Alter) and str(stmt.args.get("kind") or "").upper() == "TABLE":

@@ -32,14 +32,14 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CorruptDataError, EncryptedBinlogError, TruncatedDataError
-from . import event_types as et
-from .decimal import decode_decimal_bytes
-from .fde import FormatDescription
-from .gtid import decode_gtid_list, decode_maria_gtid, decode_mysql_gtid, decode_previous_gtids
-from .header import HEADER_LEN
-from .packed import read_packed_int
-from .query_event import decode_query, query_text
+from spark_logsource.errors import CorruptDataError, EncryptedBinlogError, TruncatedDataError
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.decimal import decode_decimal_bytes
+from spark_logsource.mysql.fde import FormatDescription
+from spark_logsource.mysql.gtid import decode_gtid_list, decode_maria_gtid, decode_mysql_gtid, decode_previous_gtids
+from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.packed import read_packed_int
+from spark_logsource.mysql.query_event import decode_query, query_text
 
 __all__ = ["decode_event_body"]
 
@@ -233,7 +233,8 @@ def _query(b: _Body, ctx: dict[str, Any], compressed: bool = False) -> dict[str,
 
 
 def _fde(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
-    return ctx["fde"].as_dict()
+    fde: FormatDescription = ctx["fde"]
+    return fde.as_dict()
 
 
 _DECODERS: dict[int, Callable[[_Body, dict[str, Any]], dict[str, Any]]] = {

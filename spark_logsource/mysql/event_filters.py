@@ -14,9 +14,9 @@ import fnmatch
 import re
 from collections.abc import Sequence
 
-from ..filters import Predicate
-from .events import BinlogEvent
-from .read_options import BinlogReadOptions
+from spark_logsource.filters import Predicate
+from spark_logsource.mysql.events import BinlogEvent
+from spark_logsource.mysql.read_options import BinlogReadOptions
 
 __all__ = ["EventFilters", "option_predicates"]
 

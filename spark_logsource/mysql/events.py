@@ -24,13 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
-from ..io.window import READ_CHUNK, Window, source_size
-from . import checksum
-from .checksum import CRC_LEN, event_crc_ok
-from .event_types import EVENT_TYPE_NAMES, FLAG_IGNORABLE, FORMAT_DESCRIPTION, ROWS_TYPES, TABLE_MAP, UNKNOWN
-from .fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
-from .header import HEADER_LEN, unpack_header
+from spark_logsource.errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.io.window import READ_CHUNK, Window, source_size
+from spark_logsource.mysql import checksum
+from spark_logsource.mysql.checksum import CRC_LEN, event_crc_ok
+from spark_logsource.mysql.event_types import (
+    EVENT_TYPE_NAMES,
+    FLAG_IGNORABLE,
+    FORMAT_DESCRIPTION,
+    ROWS_TYPES,
+    TABLE_MAP,
+    UNKNOWN,
+)
+from spark_logsource.mysql.fde import BINLOG_MAGIC, MAX_FDE_SIZE, FormatDescription, decode_fde, detect_old_format
+from spark_logsource.mysql.header import HEADER_LEN, unpack_header
 
 __all__ = ["MAX_EVENT_SIZE", "BinlogEvent", "BinlogFile", "FramingError", "Resume"]
 
@@ -211,14 +218,14 @@ class BinlogFile:
                                                    f"{len(event)} in the file")
         fde = decode_fde(event, path=self.path, offset=4)
         # The FDE carries a CRC whenever the server writes the checksum_alg byte, even with alg OFF.
-        from .fde import server_has_checksum_byte
+        from spark_logsource.mysql.fde import server_has_checksum_byte
 
         if self.verify_checksums and server_has_checksum_byte(fde.server_version) and not event_crc_ok(event):
             raise ChecksumError(self.path, 4, "CRC32 of the FORMAT_DESCRIPTION_EVENT does not match")
         return fde
 
     # -- validation ---------------------------------------------------------------------------------------------
-    def _header_at(self, pos: int) -> tuple | None:
+    def _header_at(self, pos: int) -> tuple[Any, ...] | None:
         raw = self._window.get(pos, HEADER_LEN)
         if len(raw) < HEADER_LEN:
             return None
@@ -305,15 +312,17 @@ class BinlogFile:
         end = offsets + size
         ok &= (size >= HEADER_LEN + self.crc_len) & (size <= MAX_EVENT_SIZE) & (end <= self.size)
         ok &= (log_pos == 0) | (log_pos == (end & 0xFFFFFFFF))
-        return offsets[ok].tolist()
+        found: list[int] = offsets[ok].tolist()
+        return found
 
     # -- the walk -----------------------------------------------------------------------------------------------
-    def _check(self, pos: int) -> tuple[tuple | None, CorruptDataError | None]:
+    def _check(self, pos: int) -> tuple[tuple[Any, ...] | None, CorruptDataError | None]:
         """The header at ``pos`` when the event there is acceptable, else the error."""
         left = self.size - pos
         if left < HEADER_LEN:
             return None, TruncatedDataError(self.path, pos, f"the file ends {left} bytes into an event header")
         header = self._header_at(pos)
+        assert header is not None  # left >= HEADER_LEN: the window has the 19 bytes
         _ts, type_code, _sid, size, log_pos, flags = header
         if size < HEADER_LEN + self.crc_len:
             return None, CorruptDataError(self.path, pos, f"event size {size} is smaller than its header")
@@ -357,9 +366,9 @@ class BinlogFile:
         if pos <= 4:
             if only is None or FORMAT_DESCRIPTION in only:
                 event = self._window.get(4, self.fde.size)
-                header = unpack_header(event, 0)
-                yield BinlogEvent(4, 4 + self.fde.size, header[0], header[1], header[2], header[3], header[4],
-                                  header[5], bytes(event[HEADER_LEN:len(event) - self.crc_len]))
+                h = unpack_header(event, 0)
+                yield BinlogEvent(4, 4 + self.fde.size, h[0], h[1], h[2], h[3], h[4], h[5],
+                                  bytes(event[HEADER_LEN:len(event) - self.crc_len]))
             pos = self.first_event_pos
         crc_len = self.crc_len
         verify = crc_len and self.verify_checksums
@@ -367,6 +376,7 @@ class BinlogFile:
         view_of: bytes = b""
         view = memoryview(view_of)
         previous = None  # type of the event before pos, when the walk accepted it
+        header: tuple[Any, ...] | None
         while pos < end:
             if only is not None and previous in _ROWS_CONTEXT:
                 off = pos - window.start

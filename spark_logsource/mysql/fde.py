@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
-from .checksum import CHECKSUM_ALG_CRC32, CHECKSUM_ALG_OFF, CRC_LEN
-from .event_types import FORMAT_DESCRIPTION, START_V3
-from .header import HEADER_LEN, parse_header
+from spark_logsource.errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.mysql.checksum import CHECKSUM_ALG_CRC32, CHECKSUM_ALG_OFF, CRC_LEN
+from spark_logsource.mysql.event_types import FORMAT_DESCRIPTION, START_V3
+from spark_logsource.mysql.header import HEADER_LEN, parse_header
 
 __all__ = ["BINLOG_MAGIC", "FormatDescription", "decode_fde", "detect_old_format", "server_has_checksum_byte"]
 

@@ -21,7 +21,7 @@ import difflib
 import logging
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
 
@@ -37,8 +37,8 @@ from spark_logsource.mysql.table_options import parse_table_options
 from spark_logsource.options import OptionMap
 
 if TYPE_CHECKING:
-    from spark_logsource.mysql.tail import BinlogDirStream
     from spark_logsource.mysql.typed_rows import TableView
+    from spark_logsource.streaming.stream import LogStream
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class MysqlBinlogFormat(LogFormat):
     # Command line: the filters of ``mysqlbinlog``; text output with row images as JSON
     # (docs/formats/mysql-binlog.md "Output views").
     cli_title = "mysql-binlog (like mysqlbinlog)"
-    cli_flags = (
+    cli_flags: ClassVar[tuple[CliFlag, ...]] = (
         CliFlag("--start-position", "startPosition", type=int),
         CliFlag("--stop-position", "stopPosition", type=int),
         CliFlag("--start-datetime", "startDatetime"),
@@ -142,7 +142,7 @@ class MysqlBinlogFormat(LogFormat):
         #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.tail`.
         self.stream_options = parse_stream_options(opts)
 
-    def stream(self) -> BinlogDirStream:
+    def stream(self) -> LogStream:  # a BinlogDirStream here; the replication format's subclass has its own
         """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation."""
         if self.table_options is not None:
             raise OptionError("view", "view=table is available in batch reads only for now (spark.read, "
@@ -190,7 +190,7 @@ class MysqlBinlogFormat(LogFormat):
         return sorted(found.values())
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
-        splits = []
+        splits: list[Split] = []
         last = len(files) - 1
         for i, entry in enumerate(files):
             hints = []
@@ -233,7 +233,7 @@ def _looks_like_binlog(uri: str) -> bool:
     loc = locate(uri)
     try:
         with loc.fs.open_input_file(loc.inner) as f:
-            head = f.read(4)
+            head: bytes = f.read(4)
     except OSError as exc:
         log.warning("cannot read %s: %s", uri, exc)
         return False

@@ -23,8 +23,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..errors import CorruptDataError, TruncatedDataError
-from .packed import read_packed_int
+from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.mysql.packed import read_packed_int
 
 __all__ = ["decode_gtid_list", "decode_maria_gtid", "decode_mysql_gtid", "decode_previous_gtids",
            "format_uuid"]

@@ -23,9 +23,9 @@ import struct
 from datetime import date, datetime
 from typing import Any
 
-from ..errors import CorruptDataError
-from .decimal import decimal_binary_size, decode_decimal_bytes
-from .packed import read_packed_int
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.mysql.decimal import decimal_binary_size, decode_decimal_bytes
+from spark_logsource.mysql.packed import read_packed_int
 
 __all__ = ["JsonDecodeError", "decode_json_diffs", "decode_jsonb"]
 
@@ -54,12 +54,12 @@ class JsonDecodeError(ValueError):
         self.pos = pos
 
 
-def _check(buf: bytes, pos: int, size: int, what: str) -> None:
+def _check(buf: bytes | memoryview, pos: int, size: int, what: str) -> None:
     if pos < 0 or pos + size > len(buf):
         raise JsonDecodeError(pos, f"{what} runs past the end of the value")
 
 
-def _varlen(buf: bytes, pos: int) -> tuple[int, int]:
+def _varlen(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     value = 0
     for i in range(5):
         _check(buf, pos, 1, "length")

@@ -9,7 +9,7 @@ Length-encoded ("packed") integers follow the MySQL client/server protocol and b
 
 from __future__ import annotations
 
-from ..errors import CorruptDataError, TruncatedDataError
+from spark_logsource.errors import CorruptDataError, TruncatedDataError
 
 __all__ = ["read_packed_int", "read_uint_le", "require"]
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
-from .compression import zstd_uncompress
-from .header import HEADER_LEN, unpack_header
-from .packed import read_packed_int
+from spark_logsource.errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.mysql.compression import zstd_uncompress
+from spark_logsource.mysql.header import HEADER_LEN, unpack_header
+from spark_logsource.mysql.packed import read_packed_int
 
 __all__ = ["TransactionPayload", "decode_payload_header", "iter_payload_events", "uncompress_payload"]
 
@@ -71,7 +72,7 @@ def uncompress_payload(body: bytes, header: TransactionPayload, *, path: str | N
     return zstd_uncompress(data, path, offset + header.payload_start, max_size, header.uncompressed_size)
 
 
-def iter_payload_events(payload: bytes, *, path: str | None, offset: int) -> Iterator[tuple[tuple, bytes]]:
+def iter_payload_events(payload: bytes, *, path: str | None, offset: int) -> Iterator[tuple[tuple[Any, ...], bytes]]:
     """Yield ``(header_tuple, body)`` for each inner event (no CRC); ``offset`` is the payload event's offset."""
     pos = 0
     index = 0

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import OptionError
+from spark_logsource.errors import OptionError
 
 __all__ = ["FILE_START", "BinlogPosition", "GtidState", "StartingPosition", "parse_starting_position"]
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import CorruptDataError, TruncatedDataError
-from .compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
+from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.mysql.compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
 
 __all__ = ["decode_query", "decode_status_vars", "query_text"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from ..options import CommonOptions
-from .compression import DEFAULT_MAX_UNCOMPRESSED
+from spark_logsource.mysql.compression import DEFAULT_MAX_UNCOMPRESSED
+from spark_logsource.options import CommonOptions
 
 __all__ = ["BinlogReadOptions"]
 

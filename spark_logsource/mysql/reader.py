@@ -32,16 +32,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CorruptDataError
-from ..filters import Predicate
-from ..options import CommonOptions, ParseMode
-from .batches import BatchBuilder
-from .events import BinlogFile, is_gzip
-from .read_options import BinlogReadOptions
-from .schema import binlog_schema
-from .splits import walk_split
-from .transactions import MAX_PENDING_ROWS, TransactionMachine
-from .views import ViewWriter
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.filters import Predicate
+from spark_logsource.mysql.batches import BatchBuilder
+from spark_logsource.mysql.events import BinlogFile, is_gzip
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.schema import binlog_schema
+from spark_logsource.mysql.splits import walk_split
+from spark_logsource.mysql.transactions import MAX_PENDING_ROWS, TransactionMachine
+from spark_logsource.mysql.views import ViewWriter
+from spark_logsource.options import CommonOptions, ParseMode
 
 __all__ = ["MAX_PENDING_ROWS", "BinlogReadOptions", "binlog_schema", "find_split_start", "iter_file_batches"]
 
@@ -90,5 +90,6 @@ def find_split_start(source: Any, path: str, offset: int, *, verify_checksums: b
                                                                     verify_checksums=verify_checksums))
     for batch in iter_file_batches(source, path, start=offset, end=None, options=options):
         if len(batch):
-            return batch.column("pos")[0].as_py()
+            first: int = batch.column("pos")[0].as_py()
+            return first
     return None

@@ -23,20 +23,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import DataLossError, EncryptedBinlogError, OptionError, SourceError, UnavailableError
-from ..filters import Predicate
-from ..fs import FileEntry
-from ..logformat import Split
-from ..options import OptionMap
-from ..streaming.dirtail import past_end
-from ..streaming.retry import RECONNECT_OPTION, parse_reconnect
-from ..streaming.stream import LogStream, Offset, ReadBudget
-from .client import ConnectionSettings, ReplicationClient, parse_uri
-from .format import MysqlBinlogFormat
-from .position import FILE_START, BinlogPosition, binlog_number, parse_starting_position
-from .read_options import BinlogReadOptions
-from .transactions import TransactionMachine
-from .views import ViewWriter
+from spark_logsource.errors import DataLossError, EncryptedBinlogError, OptionError, SourceError, UnavailableError
+from spark_logsource.filters import Predicate
+from spark_logsource.fs import FileEntry
+from spark_logsource.logformat import Split
+from spark_logsource.mysql.client import ConnectionSettings, ReplicationClient, parse_uri
+from spark_logsource.mysql.format import MysqlBinlogFormat
+from spark_logsource.mysql.position import FILE_START, BinlogPosition, binlog_number, parse_starting_position
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.transactions import TransactionMachine
+from spark_logsource.mysql.views import ViewWriter
+from spark_logsource.options import OptionMap
+from spark_logsource.streaming.dirtail import past_end
+from spark_logsource.streaming.retry import RECONNECT_OPTION, parse_reconnect
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
 
 __all__ = ["LiveSlice", "MysqlReplicationFormat", "ReplicationStream", "read_live_slice"]
 

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
-from . import column_types as ct
-from .compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
-from .jsonb import JsonDecodeError, decode_json_diffs
-from .packed import read_packed_int
-from .tablemap import TableMap
-from .values import ValueInvalid, ValueTruncated, column_decoder
+from spark_logsource.errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.mysql import column_types as ct
+from spark_logsource.mysql.compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
+from spark_logsource.mysql.jsonb import JsonDecodeError, decode_json_diffs
+from spark_logsource.mysql.packed import read_packed_int
+from spark_logsource.mysql.tablemap import TableMap
+from spark_logsource.mysql.values import ValueInvalid, ValueTruncated, column_decoder
 
 __all__ = ["RowsEvent", "decode_rows_event", "peek_table_id"]
 
@@ -47,6 +47,10 @@ _EXTRA_NDB_INFO = 0
 _EXTRA_PART_INFO = 1
 
 
+#: one row of a rows event: (before, after) images, each a dict keyed by :meth:`TableMap.key_for` or None
+_Row = tuple[dict[str, Any] | None, dict[str, Any] | None]
+
+
 @dataclass(slots=True)
 class RowsEvent:
     """A decoded rows event: ``rows`` holds (before, after) images; insert → (None, after),
@@ -55,8 +59,8 @@ class RowsEvent:
     table_id: int
     flags: int
     op: str
-    rows: list[tuple[dict | None, dict | None]]
-    extra: dict | None
+    rows: list[_Row]
+    extra: dict[str, Any] | None
 
 
 def peek_table_id(body: bytes | memoryview, *, table_id_size: int, path: str | None = None, offset: int = 0) -> int:
@@ -74,7 +78,7 @@ _Plan = tuple[tuple[tuple[str, Callable[[bytes, int], tuple[Any, int]]], ...], i
 def _plan(table_map: TableMap, present: int, path: str | None, offset: int) -> _Plan:
     """(key, decoder) pairs of the present columns, and the NULL bitmap size; cached on the TableMap."""
     cache = table_map.row_decoder_cache
-    plan = cache.get(present)
+    plan: _Plan | None = cache.get(present)
     if plan is None:
         decoders = cache.get("columns")
         if decoders is None:
@@ -286,7 +290,7 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
     plan = _plan(table_map, present, path, offset)
     plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
     partial = event_type == PARTIAL_UPDATE_ROWS
-    rows: list[tuple[dict | None, dict | None]] = []
+    rows: list[_Row] = []
     end = len(data)
     row_start = pos
     try:
@@ -294,7 +298,7 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
             row_start = pos
             image, pos = _read_image(data, pos, plan)
             if op == "insert" or op == "delete":
-                row: tuple[dict | None, dict | None] = (None, image) if op == "insert" else (image, None)
+                row: _Row = (None, image) if op == "insert" else (image, None)
             elif partial:
                 after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after, path, where(0))
                 row = (image, after)

@@ -51,16 +51,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError, UnsupportedDataError
-from ..jsontext import to_json
-from ..native import import_kernel, load_kernel
-from ..variant import encode_variant
-from . import column_types as ct
-from .compression import DEFAULT_MAX_UNCOMPRESSED
-from .decimal import decimal_binary_size
-from .rows import decode_rows_event, parse_rows_head, rows_data
-from .tablemap import TableMap, string_length_from_meta
-from .values import column_decoder
+from spark_logsource.errors import OptionError, UnsupportedDataError
+from spark_logsource.jsontext import to_json
+from spark_logsource.mysql import column_types as ct
+from spark_logsource.mysql.compression import DEFAULT_MAX_UNCOMPRESSED
+from spark_logsource.mysql.decimal import decimal_binary_size
+from spark_logsource.mysql.rows import decode_rows_event, parse_rows_head, rows_data
+from spark_logsource.mysql.tablemap import TableMap, string_length_from_meta
+from spark_logsource.mysql.values import column_decoder
+from spark_logsource.native import import_kernel, load_kernel
+from spark_logsource.variant import encode_variant
 
 __all__ = ["KERNEL_AVAILABLE", "OP_CODES", "PARTIAL_UPDATE_ROWS", "EncodedRows", "ImageColumn", "KernelEvent",
            "encode_rows_event", "encode_rows_event_c", "encode_rows_event_py", "kernel_event", "kernel_head",
@@ -79,14 +79,14 @@ PARTIAL_UPDATE_ROWS = 39
 # Rows events whose head the kernel reads (rows_head): v1 and v2, not compressed (their images are inflated first).
 _FAST_OPS = {23: "insert", 24: "update", 25: "delete", 30: "insert", 31: "update", 32: "delete"}
 _FAST_V2 = frozenset({30, 31, 32})
-#: The kernel's op numbers (OP_INSERT / OP_UPDATE / OP_DELETE in _kernel.c).
+#: The kernel's op numbers (OP_INSERT / OP_UPDATE / OP_DELETE in _kernel.h).
 OP_CODES = {"insert": 0, "update": 1, "delete": 2}
 
-# Value kinds of the kernel: enum mk_kind in _kernel.c, which exports them (a test compares both).
+# Value kinds of the kernel: enum mk_kind in _kernel.h, which _kernel.c exports (a test compares both).
 K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR = 0, 1, 2, 3, 4, 5, 6
 K_DATETIME2, K_TIMESTAMP2, K_TIME2, K_TIMESTAMP_OLD, K_DATETIME_OLD, K_TIME_OLD = 7, 8, 9, 10, 11, 12
 K_TEXT, K_ENUM, K_SET, K_BIT = 13, 14, 15, 16
-# Charset kinds of K_TEXT: enum mk_charset in _kernel.c (exported likewise).
+# Charset kinds of K_TEXT: enum mk_charset in _kernel.h (exported likewise).
 CS_UTF8, CS_BINARY, CS_TABLE, CS_CODEC = 0, 1, 2, 3
 
 _INT_WIDTHS = {ct.TINY: 1, ct.SHORT: 2, ct.INT24: 3, ct.LONG: 4, ct.LONGLONG: 8}
@@ -174,7 +174,7 @@ def encode_rows_event_py(event_type: int, body: bytes | memoryview, *, post_head
     return EncodedRows(event.table_id, event.flags, event.op, n, before, after)
 
 
-def _side(images: list[dict], as_json: bool) -> ImageColumn:
+def _side(images: list[dict[str, Any] | None], as_json: bool) -> ImageColumn:
     if as_json:
         return pack_images([to_json(image) for image in images])
     values: list[bytes] = []
@@ -189,7 +189,7 @@ def _side(images: list[dict], as_json: bool) -> ImageColumn:
 # ---- plans --------------------------------------------------------------------------------------------------
 
 
-def _column_spec(table_map: TableMap, index: int) -> tuple | str:
+def _column_spec(table_map: TableMap, index: int) -> tuple[Any, ...] | str:
     """The kernel's description of one column, ``(kind, a, b, c, names, codec, table, what)``, or _FALLBACK.
 
     ``what`` is the name values.py gives the value in its truncation messages; ``names`` the UTF-8 ENUM / SET
@@ -259,7 +259,7 @@ def _byte_table(codec: str) -> tuple[int, ...]:
     return table
 
 
-def _text_spec(prefix: int, collation: int | None, what: str) -> tuple:
+def _text_spec(prefix: int, collation: int | None, what: str) -> tuple[Any, ...]:
     """K_TEXT spec; the charset follows values._text_converter (binary → bytes, None → UTF-8 or bytes)."""
     codec = ct.codec_for_collation(collation)
     if codec == "binary":
@@ -283,7 +283,7 @@ def _check_columns(table_map: TableMap, path: str | None, offset: int) -> None:
     table_map.row_decoder_cache[("kernel", "checked")] = True
 
 
-_SHARED_PLANS: dict[tuple, Any] = {}
+_SHARED_PLANS: dict[tuple[Any, ...], Any] = {}
 _SHARED_PLANS_LIMIT = 4096
 
 
@@ -319,6 +319,7 @@ def _build_plan(table_map: TableMap, present: int) -> Any:
         order = sorted(range(len(keys)), key=lambda j: keys[j].encode("utf-8"))
         _, metadata = encode_variant(dict.fromkeys(keys))
         json_keys = [to_json(k).encode("utf-8") + b":" for k in keys]
+        assert _kernel is not None  # the compiled path only: its callers check that the kernel is built
         plan = _kernel.compile_plan(specs, order, metadata, json_keys)
     return plan
 
@@ -327,16 +328,18 @@ def _build_plan(table_map: TableMap, present: int) -> Any:
 
 
 def kernel_head(event_type: int, body: bytes | memoryview, table_id_size: int, post_header_len: int,
-                table_maps: Mapping[int, TableMap]) -> tuple[str, tuple, TableMap] | None:
+                table_maps: Mapping[int, TableMap]) -> tuple[str, tuple[Any, ...], TableMap] | None:
     """``(op, head, table_map)`` of a rows event whose head the kernel reads (``head`` as ``_kernel.rows_head``
     gives it) and whose TABLE_MAP is known with as many columns, else None (the Python reader decides)."""
     op = _FAST_OPS.get(event_type)
-    head = None if op is None else _kernel.rows_head(body, table_id_size, post_header_len, event_type in _FAST_V2,
-                                                     op == "update")
-    table_map = None if head is None else table_maps.get(head[0])
-    if table_map is None or len(table_map.columns) != head[3]:  # type: ignore[index]
+    if op is None:
         return None
-    return op, head, table_map  # type: ignore[return-value]
+    assert _kernel is not None  # the compiled path only: its callers check that the kernel is built
+    head = _kernel.rows_head(body, table_id_size, post_header_len, event_type in _FAST_V2, op == "update")
+    table_map = None if head is None else table_maps.get(head[0])
+    if head is None or table_map is None or len(table_map.columns) != head[3]:
+        return None
+    return op, head, table_map
 
 
 def kernel_plans(table_map: TableMap, op: str, present: int, present_after: int, path: str | None,
@@ -368,6 +371,7 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
         return encode_rows_event_py(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
+    assert _kernel is not None  # a plan is compiled by the kernel: there is one
     n, first, second = _kernel.encode_rows(ev.data, ev.pos, plan, plan_after, OP_CODES[ev.op], as_json, path,
                                            ev.data_base, ev.in_block, label)
     return kernel_rows(ev.table_id, ev.flags, ev.op, n, first, second)
@@ -407,7 +411,8 @@ def kernel_event(event_type: int, body: bytes | memoryview, *, post_header_len: 
                        pos, data_base, in_block)
 
 
-def kernel_rows(table_id: int, flags: int, op: str, n: int, first: tuple, second: tuple | None) -> EncodedRows:
+def kernel_rows(table_id: int, flags: int, op: str, n: int, first: tuple[Any, ...],
+                second: tuple[Any, ...] | None) -> EncodedRows:
     """The kernel's two sides as EncodedRows: ``first`` / ``second`` are the images in event order (update: before,
     after; insert: after; delete: before)."""
     images = ImageColumn(n, *first)

@@ -23,11 +23,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptDataError
-from .events import BinlogEvent
-from .rows_encode import _FAST_V2, KERNEL_AVAILABLE, OP_CODES, kernel_head, kernel_plans, kernel_rows
-from .rows_encode import _kernel as kernel
-from .tablemap import TableMap
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.mysql.events import BinlogEvent
+from spark_logsource.mysql.rows_encode import (
+    _FAST_V2,
+    KERNEL_AVAILABLE,
+    OP_CODES,
+    kernel_head,
+    kernel_plans,
+    kernel_rows,
+)
+from spark_logsource.mysql.rows_encode import _kernel as kernel
+from spark_logsource.mysql.tablemap import TableMap
 
 __all__ = ["RUN_MAX_BYTES", "RUN_MAX_ROWS", "RowsRun", "RunHead", "encode_run", "event_bytes", "run_events", "run_head"]
 
@@ -136,6 +143,7 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
                     table_maps=table_maps, path=path)
     if head is None:
         return None
+    assert kernel is not None  # run_head gives None when the kernel is not built
     packed, n, first, second = kernel.encode_rows_run(
         *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
         head.plan_after, None, None, OP_CODES[head.op], as_json, path, head.label, max_rows, max_bytes)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..arrowcols import variant_field
-from ..errors import OptionError
+from spark_logsource.arrowcols import variant_field
+from spark_logsource.errors import OptionError
 
 __all__ = ["CHANGES_COLUMNS", "EVENTS_COLUMNS", "TIMESTAMP_TYPE", "binlog_schema"]
 

@@ -20,11 +20,11 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..errors import CorruptDataError, EncryptedBinlogError
-from .event_types import ROWS_TYPES
-from .events import BinlogEvent, BinlogFile, FramingError, Resume
-from .rows_run import RowsRun
-from .transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
+from spark_logsource.errors import CorruptDataError, EncryptedBinlogError
+from spark_logsource.mysql.event_types import ROWS_TYPES
+from spark_logsource.mysql.events import BinlogEvent, BinlogFile, FramingError, Resume
+from spark_logsource.mysql.rows_run import RowsRun
+from spark_logsource.mysql.transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
 
 __all__ = ["walk_range", "walk_split"]
 
@@ -50,7 +50,7 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
         if stop_pos is not None and pos >= stop_pos:
             break
         past_end = end is not None and pos >= end
-        if past_end and end_bound is None:
+        if end is not None and past_end and end_bound is None:  # (end is not None: said again for the type checker)
             end_bound = bf.resync(end)
         if skipping and past_end:
             return  # no sync point in this split: the previous split reads on to the next one
@@ -97,7 +97,7 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
                 prev_type, prev_pos = item.type_code, pos
                 continue
             skipping = False
-        elif past_end and (is_gtid or (begin_after_walked and prev_pos >= end_bound)):
+        elif past_end and (is_gtid or (begin_after_walked and end_bound is not None and prev_pos >= end_bound)):
             break  # the first sync point of the next split
         if is_gtid or (begin and prev_type not in GROUP_TYPES):
             machine.begin_group()

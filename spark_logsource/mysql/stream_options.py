@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..options import OptionMap
-from ..streaming import dirtail
-from ..streaming.dirtail import StreamOptions
-from .position import StartingPosition, parse_starting_position
+from spark_logsource.mysql.position import StartingPosition, parse_starting_position
+from spark_logsource.options import OptionMap
+from spark_logsource.streaming import dirtail
+from spark_logsource.streaming.dirtail import StreamOptions
 
 __all__ = ["STREAM_OPTIONS", "StreamOptions", "parse_stream_options"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import OptionError
-from ..net import Secret
-from .client import parse_uri
+from spark_logsource.errors import OptionError
+from spark_logsource.mysql.client import parse_uri
+from spark_logsource.net import Secret
 
 __all__ = ["SCHEMA_SOURCES", "TableOptions", "parse_table_options"]
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..arrowcols import variant_field
-from ..variant import encode_variant
-from . import column_types as ct
-from .tablemap import ColumnInfo, TableMap
+from spark_logsource.arrowcols import variant_field
+from spark_logsource.mysql import column_types as ct
+from spark_logsource.mysql.tablemap import ColumnInfo, TableMap
+from spark_logsource.variant import encode_variant
 
 __all__ = ["VARIANT", "ColumnSpec", "Layout", "ValueMismatch", "arrow_type", "cell_converter",
            "compatible_binlog_type", "enrich_table_map", "spec_from_table_map", "union_columns"]
@@ -329,8 +329,10 @@ def _fits_decimal(v: Decimal, scale: int, limit: int) -> bool:
     if shift >= 0:
         if unscaled and len(digits) + shift > len(str(limit)):  # too many digits (and no huge power built)
             return False
-        return unscaled * 10**shift < limit
-    whole, rest = divmod(unscaled, 10**-shift)
+        power: int = 10**shift  # an int: shift >= 0 (the checker types int ** int as Any)
+        return unscaled * power < limit
+    divisor: int = 10**-shift
+    whole, rest = divmod(unscaled, divisor)
     return rest == 0 and whole < limit
 
 
@@ -370,7 +372,7 @@ def spec_from_table_map(col: ColumnInfo) -> ColumnSpec:
     t = col.real_type
     meta = col.meta if isinstance(col.meta, int) else 0
     charset = _charset_name(col.charset)
-    common = {"name": col.name, "nullable": col.nullable}
+    common: dict[str, Any] = {"name": col.name, "nullable": col.nullable}
     if t in _INT_BYTES:
         return ColumnSpec(kind="int", size=_INT_BYTES[t], unsigned=bool(col.unsigned), **common)
     if t == ct.FLOAT:

@@ -17,12 +17,13 @@ Per-type metadata is stored as one integer ``meta`` exactly as ``mariadb-binlog 
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CorruptDataError, TruncatedDataError
-from . import column_types as ct
-from .packed import read_packed_int
+from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.mysql import column_types as ct
+from spark_logsource.mysql.packed import read_packed_int
 
 __all__ = ["ColumnInfo", "TableMap", "decode_table_map"]
 
@@ -82,7 +83,7 @@ class TableMap:
     table: str
     columns: tuple[ColumnInfo, ...]
     primary_key: tuple[int, ...] | None = None
-    row_decoder_cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    row_decoder_cache: dict[Hashable, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def key_for(self, i: int) -> str:
         """Column name, or ``@{i+1}`` when names are unknown (as mysqlbinlog prints)."""

@@ -27,22 +27,22 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import CorruptDataError, DataLossError, OptionError
-from ..fs import display_name, locate, open_input
-from ..streaming.dirtail import Awaiting, data_loss, one_directory, past_end
-from ..streaming.stream import LogStream, Offset, ReadBudget
-from . import event_types as et
-from .boundaries import last_boundary
-from .events import BinlogFile
-from .gtid import decode_gtid_list
-from .header import HEADER_LEN
-from .position import FILE_START, BinlogPosition, GtidState, binlog_number
-from .splits import walk_range
-from .transactions import TransactionMachine
-from .views import ViewWriter
+from spark_logsource.errors import CorruptDataError, DataLossError, OptionError
+from spark_logsource.fs import display_name, locate, open_input
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.boundaries import last_boundary
+from spark_logsource.mysql.events import BinlogEvent, BinlogFile
+from spark_logsource.mysql.gtid import decode_gtid_list
+from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.position import FILE_START, BinlogPosition, GtidState, binlog_number
+from spark_logsource.mysql.splits import walk_range
+from spark_logsource.mysql.transactions import TransactionMachine
+from spark_logsource.mysql.views import ViewWriter
+from spark_logsource.streaming.dirtail import Awaiting, data_loss, one_directory, past_end
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
 
 if TYPE_CHECKING:
-    from .format import MysqlBinlogFormat
+    from spark_logsource.mysql.format import MysqlBinlogFormat
 
 __all__ = ["BinlogDirStream", "BinlogSlice"]
 
@@ -150,7 +150,7 @@ class BinlogDirStream(LogStream):
         try:
             with open_input(entry.uri) as f, BinlogFile(f, display_name(entry.uri), verify_checksums=False) as bf:
                 for n, item in enumerate(bf.events()):
-                    if n > 8 or not hasattr(item, "type_code"):
+                    if n > 8 or not isinstance(item, BinlogEvent):  # a FramingError: no GTID_LIST at the head
                         return None
                     if item.type_code == et.MARIA_GTID_LIST:
                         return GtidState.of(decode_gtid_list(item.body, path=bf.path, offset=item.pos)["gtids"])

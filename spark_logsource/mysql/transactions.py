@@ -19,22 +19,22 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal
 
-from ..errors import CorruptDataError, EncryptedBinlogError
-from . import event_types as et
-from .event_bodies import decode_event_body
-from .events import BinlogEvent, FramingError
-from .fde import FormatDescription
-from .header import HEADER_LEN
-from .payload import decode_payload_header, iter_payload_events, uncompress_payload
-from .query_event import decode_query
-from .read_options import BinlogReadOptions
-from .rows import peek_table_id
-from .rows_encode import EncodedRows, encode_rows_event_c, rows_encoder
-from .rows_run import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, encode_run
-from .tablemap import TableMap, decode_table_map
-from .views import ViewWriter, table_map_data
+from spark_logsource.errors import CorruptDataError, EncryptedBinlogError
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.event_bodies import decode_event_body
+from spark_logsource.mysql.events import BinlogEvent, FramingError
+from spark_logsource.mysql.fde import FormatDescription
+from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.payload import decode_payload_header, iter_payload_events, uncompress_payload
+from spark_logsource.mysql.query_event import decode_query
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.rows import peek_table_id
+from spark_logsource.mysql.rows_encode import EncodedRows, encode_rows_event_c, rows_encoder
+from spark_logsource.mysql.rows_run import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, encode_run
+from spark_logsource.mysql.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.views import ViewWriter, table_map_data
 
 __all__ = ["GROUP_TYPES", "MAX_PENDING_BYTES", "MAX_PENDING_ROWS", "TransactionMachine", "is_begin",
            "is_end_query"]
@@ -128,7 +128,7 @@ class TransactionMachine:
     def reset_group(self) -> None:
         """Forget everything of the current transaction (without emitting what is pending)."""
         self.gtid: str | None = None
-        self.table_maps: dict[int, Any] = {}
+        self.table_maps: dict[int, TableMap] = {}
         self.annotate: str | None = None
         self.pending: list[tuple[list[Any], EncodedRows, int]] = []  # changes waiting for their XID
         self.pending_rows = 0
@@ -241,7 +241,7 @@ class TransactionMachine:
             return
         database = table = query = None
         data: Any
-        gtid_after: str | bool | None = False  # False: keep; else the gtid after this event
+        gtid_after: str | Literal[False] | None = False  # False: keep; else the gtid after this event
         xid_end: tuple[int | None] | None = None
         if code in QUERY_TYPES:
             data = decoded_query if decoded_query is not None else self.decode_query(ev)

@@ -20,12 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrowcols import string_column
-from .batches import join_parts
-from .typed_kernel import KernelPiece, Side
+from spark_logsource.arrowcols import string_column
+from spark_logsource.mysql.batches import join_parts
+from spark_logsource.mysql.typed_kernel import KernelPiece, Side
 
 if TYPE_CHECKING:
-    from .typed_rows import TableView
+    from spark_logsource.mysql.typed_rows import TableView
 
 __all__ = ["SOURCE_FIELDS", "Columns", "ImageColumns"]
 
@@ -55,7 +55,7 @@ class ImageColumns:
         """The Python-cells piece at the end of the column (a new one if the last piece is not one)."""
         pieces = self.pieces[name]
         if pieces and type(pieces[-1]) is list:
-            return pieces[-1]  # type: ignore[return-value]
+            return pieces[-1]
         tail: list[Any] = []
         pieces.append(tail)
         return tail
@@ -133,11 +133,11 @@ def _column(t: pa.DataType, pieces: list[_Piece], n: int) -> pa.Array:
     if tuple not in kinds:  # Python cells and rows without the column (a variant column is always this)
         cells: list[Any] = []
         for p in pieces:
-            cells.extend([None] * p if type(p) is int else p)  # type: ignore[list-item, operator]
+            cells.extend([None] * p if isinstance(p, int) else p)
         return pa.array(cells, t)
     if list not in kinds:
         return _join_kernel(t, pieces, n)  # type: ignore[arg-type]
-    arrays = [pa.array(p, t) if type(p) is list else pa.nulls(p, t) if type(p) is int  # type: ignore[arg-type]
+    arrays = [pa.array(p, t) if type(p) is list else pa.nulls(p, t) if type(p) is int
               else _join_kernel(t, [p], len(p[0])) for p in pieces]  # type: ignore[index, list-item]
     return pa.concat_arrays(arrays)
 
@@ -146,14 +146,14 @@ def _join_variable(t: pa.DataType, pieces: list[KernelPiece | int], n: int, vali
                    data: int = 1) -> pa.Array:
     """The bytes ``p[data]`` with their int32 ends ``p[data + 1]`` of each kernel piece (nulls for a count) joined
     as one string / binary array of ``t``."""
-    offsets, values = join_parts([(p, None, None) if type(p) is int else (len(p[0]), p[data + 1], p[data])  # type: ignore[index, arg-type]
+    offsets, values = join_parts([(p, None, None) if isinstance(p, int) else (len(p[0]), p[data + 1], p[data])
                                   for p in pieces])
     return pa.Array.from_buffers(t, n, [validity, offsets, values], null_count=nulls)
 
 
 def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.Array:
     """Kernel pieces (and counts of nulls) back to back as one Arrow array of ``t``, from their buffers."""
-    valid = np.frombuffer(b"".join(bytes(p) if type(p) is int else p[0] for p in pieces),  # type: ignore[index]
+    valid = np.frombuffer(b"".join(bytes(p) if isinstance(p, int) else p[0] for p in pieces),
                           dtype=np.bool_)
     nulls = n - int(np.count_nonzero(valid))
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
@@ -164,7 +164,7 @@ def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.
         mask = pa.array(np.logical_not(valid)) if nulls else None
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
     width = t.bit_width // 8
-    data = b"".join(bytes(width * p) if type(p) is int else p[1] for p in pieces)  # type: ignore[index, operator]
+    data = b"".join(bytes(width * p) if isinstance(p, int) else p[1] for p in pieces)
     return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(data)], null_count=nulls)
 
 
@@ -188,8 +188,8 @@ class Columns:
         self.n = 0
         self.bytes = 0
 
-    def add(self, op: str | None, before: dict | None, after: dict | None, source: tuple, error: str | None,
-            size: int = 0) -> None:
+    def add(self, op: str | None, before: dict[str, Any] | None, after: dict[str, Any] | None,
+            source: tuple[Any, ...], error: str | None, size: int = 0) -> None:
         """One row; ``source`` holds the source struct's fields in order (``file`` first, ignored)."""
         self.images["before"].add_row(before)
         self.images["after"].add_row(after)
@@ -198,15 +198,15 @@ class Columns:
         self.n += 1
         self.bytes += size
 
-    def add_event(self, op: str, n: int, before: PythonImages | None, after: PythonImages | None, source: tuple,
-                  size: int) -> None:
+    def add_event(self, op: str, n: int, before: PythonImages | None, after: PythonImages | None,
+                  source: tuple[Any, ...], size: int) -> None:
         """The ``n`` rows of one rows event, their images as Python cells column by column; ``source`` as
         :meth:`add` takes it, with the row index left out (it is 0 .. n-1)."""
         self.images["before"].add_rows(n, before)
         self.images["after"].add_rows(n, after)
         self._event_rows(op, n, source, size)
 
-    def add_kernel_event(self, op: str, n: int, before: Side | None, after: Side | None, source: tuple,
+    def add_kernel_event(self, op: str, n: int, before: Side | None, after: Side | None, source: tuple[Any, ...],
                          size: int) -> None:
         """As :meth:`add_event`, the images as the kernel gives them."""
         self.images["before"].add_side(n, before)
@@ -227,7 +227,7 @@ class Columns:
         self.n += n
         self.bytes += size
 
-    def _event_rows(self, op: str, n: int, source: tuple, size: int) -> None:
+    def _event_rows(self, op: str, n: int, source: tuple[Any, ...], size: int) -> None:
         _file, pos, _row_index, *rest = source
         self.runs.append((n, 0, op, pos, *rest, None))
         self.n += n

@@ -1,8 +1,8 @@
 """``view=table``'s typed columns from the compiled kernel: the C twin of the conversion in :mod:`.typed_rows`.
 
 The reference path decodes a rows event into one dict per image (:func:`.rows.decode_rows_event`) and converts
-each value with :func:`.table_schema.cell_converter`. Here the kernel (``_kernel.c`` ``typed_rows``, conversions in
-``_typed.h``) decodes the images with the same value decoders as the changes view and writes each value straight
+each value with :func:`.table_schema.cell_converter`. Here the kernel (``_kernel_typed.c`` ``typed_rows``, conversions
+in ``_typed.h``) decodes the images with the same value decoders as the changes view and writes each value straight
 into its column's Arrow buffers — validity, little-endian data, or offsets and bytes — so a rows event leaves C as
 a few bytes objects per column (:class:`KernelPiece`), without a Python object per value.
 
@@ -35,14 +35,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptDataError
-from ..native import import_kernel, load_kernel
-from ..variant import EMPTY_METADATA, decode_variant
-from .events import BinlogEvent
-from .rows_encode import OP_CODES, PARTIAL_UPDATE_ROWS, kernel_event, kernel_plans
-from .rows_run import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, event_bytes, run_events, run_head
-from .table_schema import MAX_DECIMAL_DIGITS, ColumnSpec, ValueMismatch, cell_converter
-from .tablemap import TableMap
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.mysql.events import BinlogEvent
+from spark_logsource.mysql.rows_encode import OP_CODES, PARTIAL_UPDATE_ROWS, kernel_event, kernel_plans
+from spark_logsource.mysql.rows_run import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, event_bytes, run_events, run_head
+from spark_logsource.mysql.table_schema import MAX_DECIMAL_DIGITS, ColumnSpec, ValueMismatch, cell_converter
+from spark_logsource.mysql.tablemap import TableMap
+from spark_logsource.native import import_kernel, load_kernel
+from spark_logsource.variant import EMPTY_METADATA, decode_variant
 
 __all__ = ["KernelPiece", "TypedRows", "TypedShape", "conversion", "kernel_available", "typed_rows_event", "typed_run"]
 
@@ -164,6 +164,7 @@ def compile_shape(columns: tuple[tuple[str, ColumnSpec, pa.DataType | str], ...]
     raw = tuple((j, cell_converter(columns[i][1], columns[i][2]), columns[i][1].kind in _INTEGRAL_KINDS)
                 for j, (i, c) in enumerate(zip(indexes, convs, strict=True)) if c[0] == S_RAW)
     variable = tuple(j for j, c in enumerate(convs) if c[1] in (T_STRING, T_BINARY, T_RAW, T_VARIANT))
+    assert _kernel is not None  # shapes are asked for on the kernel path only (TableView.use_kernel)
     return TypedShape(_kernel.compile_typed(convs), tuple(columns[i][0] for i in indexes), raw, variable)
 
 
@@ -236,9 +237,13 @@ def typed_rows_event(event_type: int, body: bytes | memoryview, *, post_header_l
         shapes = _shapes(ev.op, ev.present, ev.present_after, shape_of)
         if plan is None or plan_after is None or shapes is None:
             return None
+        assert _kernel is not None  # called on the kernel path only (TableView.use_kernel)
         result = _kernel.typed_rows(ev.data, ev.pos, plan, plan_after, shapes[0].typed, shapes[1].typed,
                                     OP_CODES[ev.op], path, ev.data_base, ev.in_block, label)
-        return None if result is None else _typed_rows(ev.op, *result, *shapes)
+        if result is None:
+            return None
+        n, first, second = result
+        return _typed_rows(ev.op, n, first, second, *shapes)
     except (CorruptDataError, ValueMismatch):
         return None  # the Python path raises the reference error, or makes the error rows
 
@@ -255,6 +260,7 @@ def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len
     shapes = None if head is None else _shapes(head.op, head.present, head.present_after, shape_of)
     if head is None or shapes is None:
         return None
+    assert _kernel is not None  # run_head gives None when the kernel is not built
     while True:
         packed, n, first, second = _kernel.encode_rows_run(
             *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,

@@ -30,26 +30,25 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..errors import CorruptDataError, OptionError
-from ..filters import Predicate
-from ..fs import FileEntry, display_name, open_input
-from ..logformat import Split
-from ..options import ParseMode
-from . import event_types as et
-from .batches import MAX_BATCH_BYTES
-from .client import ReplicationClient, parse_uri
-from .ddl import DDL_FILE, Catalog, DdlError, Position, TableHistory, Version, parse_ddl_file
-from .event_filters import EventFilters
-from .events import BinlogEvent, BinlogFile, FramingError
-from .header import HEADER_LEN
-from .payload import decode_payload_header, iter_payload_events, uncompress_payload
-from .query_event import decode_query
-from .read_options import BinlogReadOptions
-from .rows import decode_rows_event
-from .rows_run import RowsRun
-from .splits import walk_split
-from .table_options import TableOptions, parse_table_options
-from .table_schema import (
+from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.filters import Predicate
+from spark_logsource.fs import FileEntry, display_name, open_input
+from spark_logsource.logformat import Split
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.batches import MAX_BATCH_BYTES
+from spark_logsource.mysql.client import ReplicationClient, parse_uri
+from spark_logsource.mysql.ddl import DDL_FILE, Catalog, DdlError, Position, TableHistory, Version, parse_ddl_file
+from spark_logsource.mysql.event_filters import EventFilters
+from spark_logsource.mysql.events import BinlogEvent, BinlogFile, FramingError
+from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.payload import decode_payload_header, iter_payload_events, uncompress_payload
+from spark_logsource.mysql.query_event import decode_query
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.rows import decode_rows_event
+from spark_logsource.mysql.rows_run import RowsRun
+from spark_logsource.mysql.splits import walk_split
+from spark_logsource.mysql.table_options import TableOptions, parse_table_options
+from spark_logsource.mysql.table_schema import (
     ColumnSpec,
     Layout,
     ValueMismatch,
@@ -60,14 +59,22 @@ from .table_schema import (
     struct_type,
     union_columns,
 )
-from .tablemap import TableMap, decode_table_map
-from .transactions import QUERY_TYPES, TABLE_MAP_CACHE_SIZE, TransactionMachine, warn_once
-from .typed_batch import SOURCE_FIELDS, Columns, PythonImages
-from .typed_kernel import TypedRows, TypedShape, compile_shape, kernel_available, typed_rows_event, typed_run
-from .views import ViewWriter
+from spark_logsource.mysql.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.transactions import QUERY_TYPES, TABLE_MAP_CACHE_SIZE, TransactionMachine, warn_once
+from spark_logsource.mysql.typed_batch import SOURCE_FIELDS, Columns, PythonImages
+from spark_logsource.mysql.typed_kernel import (
+    TypedRows,
+    TypedShape,
+    compile_shape,
+    kernel_available,
+    typed_rows_event,
+    typed_run,
+)
+from spark_logsource.mysql.views import ViewWriter
+from spark_logsource.options import ParseMode
 
 if TYPE_CHECKING:
-    from .format import MysqlBinlogFormat
+    from spark_logsource.mysql.format import MysqlBinlogFormat
 
 __all__ = ["SOURCE_FIELDS", "TableView", "parse_table_options"]
 
@@ -174,7 +181,7 @@ class _DecodedRows:
     """What the transaction machine buffers for a rows event of the table (it only reads ``n``)."""
 
     n: int
-    rows: list[tuple[dict | None, dict | None]]
+    rows: list[tuple[dict[str, Any] | None, dict[str, Any] | None]]
     naming: _Naming
 
 
@@ -218,6 +225,7 @@ class TableView:
                 hint = "" if options.schema_from == "ddl" else " (or name a file of them with schemaFrom=ddl:<path>)"
                 raise OptionError("table", f"no CREATE TABLE {name} was found in the binlogs read{hint}; "
                                            "schemaFrom=metadata names rows from binlog_row_metadata=FULL")
+        assert history is not None  # every branch above set it or raised
         self.history = history
         self.columns = union_columns(layouts)
         self.column_types = {n.lower(): (n, t) for n, t in self.columns}
@@ -481,7 +489,7 @@ class TableWriter(ViewWriter):
             return
         self.columns.add_event(_OPS[op], len(rows.rows), before, after, source, before_size + after_size)
 
-    def _changes_row_by_row(self, source: tuple, rows: Any, op: str) -> None:
+    def _changes_row_by_row(self, source: tuple[Any, ...], rows: Any, op: str) -> None:
         """The rows of a rows event one at a time: a row whose value its column cannot hold is a bad row."""
         cells = rows.naming.cells
         database, table = source[7], source[8]
@@ -492,11 +500,15 @@ class TableWriter(ViewWriter):
                 new, new_size = _typed_image(after, cells) if after is not None else (None, 0)
             except ValueMismatch as exc:
                 error = CorruptDataError(self.path, source[1], f"row {index} of {database}.{table}: {exc}")
-                self.mode.handle(error, lambda e, s=row_source: self.columns.add(None, None, None, s, str(e)))
+
+                def keep(e: CorruptDataError, s: tuple[Any, ...] = row_source) -> None:
+                    self.columns.add(None, None, None, s, str(e))
+
+                self.mode.handle(error, keep)
                 continue
             self.columns.add(_OPS[op], old, new, row_source, None, old_size + new_size)
 
-    def bad(self, pos: int, next_pos: int | None, error: CorruptDataError) -> None:
+    def bad(self, pos: int | None, next_pos: int | None, error: CorruptDataError) -> None:
         self.mode.handle(error, lambda e: self.columns.add(None, None, None, (None, pos) + (None,) * 7, str(e)))
 
     def full(self) -> bool:
@@ -525,7 +537,7 @@ class NotColumnWise(Exception):
 
 def _typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tuple[dict[str, Any], int]:
     """One decoded image as cells by union column name, and its string and binary bytes (ValueMismatch)."""
-    out = {}
+    out: dict[str, Any] = {}
     size = 0
     for key, value in image.items():
         name, convert = cells[key]
@@ -550,7 +562,7 @@ def _image_columns(images: list[dict[str, Any] | None],
     if any(image is not None and image.keys() != keys for image in images):
         raise NotColumnWise("the images of one rows event have different columns")
     present = [image is not None for image in images]
-    rows = images if all(present) else [image or dict.fromkeys(first) for image in images]
+    rows: list[dict[str, Any]] = [image if image is not None else dict.fromkeys(first) for image in images]
     out: dict[str, list[Any]] = {}
     size = 0
     for key in first:

@@ -44,10 +44,10 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from . import column_types as ct
-from .decimal import decimal_binary_size, decimal_groups, decode_decimal_bytes
-from .jsonb import decode_jsonb
-from .tablemap import ColumnInfo, string_length_from_meta
+from spark_logsource.mysql import column_types as ct
+from spark_logsource.mysql.decimal import decimal_binary_size, decimal_groups, decode_decimal_bytes
+from spark_logsource.mysql.jsonb import decode_jsonb
+from spark_logsource.mysql.tablemap import ColumnInfo, string_length_from_meta
 
 __all__ = ["ColumnDecoder", "ValueInvalid", "ValueTruncated", "column_decoder"]
 

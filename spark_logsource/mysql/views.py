@@ -14,16 +14,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CorruptDataError
-from ..filters import Predicate
-from . import event_types as et
-from .batches import AFTER, BEFORE, XID, BatchBuilder
-from .event_filters import EventFilters
-from .events import BinlogEvent
-from .read_options import BinlogReadOptions
-from .rows_encode import EncodedRows
-from .rows_run import RowsRun
-from .tablemap import TableMap
+from spark_logsource.errors import CorruptDataError
+from spark_logsource.filters import Predicate
+from spark_logsource.mysql import event_types as et
+from spark_logsource.mysql.batches import AFTER, BEFORE, XID, BatchBuilder
+from spark_logsource.mysql.event_filters import EventFilters
+from spark_logsource.mysql.events import BinlogEvent
+from spark_logsource.mysql.read_options import BinlogReadOptions
+from spark_logsource.mysql.rows_encode import EncodedRows
+from spark_logsource.mysql.rows_run import RowsRun
+from spark_logsource.mysql.tablemap import TableMap
 
 __all__ = ["ViewWriter", "rows_event_data", "table_map_data"]
 

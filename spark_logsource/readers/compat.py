@@ -14,6 +14,10 @@ stack, so one format name works with the conf on (filters pushed, applied exactl
 from __future__ import annotations
 
 import sys
+from types import FrameType
+
+__all__ = ["ALREADY_EXISTS_CONDITION", "PUSHDOWN_WORKER_FILE", "PUSHDOWN_WORKER_MODULE", "Filter",
+           "called_for_pushdown", "is_already_registered_error"]
 
 #: The file of Spark's filter-pushdown planning worker (pyspark 4.1 – 4.3).
 PUSHDOWN_WORKER_FILE = "data_source_pushdown_filters.py"
@@ -23,7 +27,7 @@ PUSHDOWN_WORKER_MODULE = "pyspark.sql.worker.data_source_pushdown_filters"
 
 def called_for_pushdown() -> bool:
     """True when the current call comes from Spark's filter-pushdown planning worker."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename.endswith(PUSHDOWN_WORKER_FILE):
             return True
@@ -56,5 +60,5 @@ def is_already_registered_error(exc: BaseException) -> bool:
             except Exception:  # a captured JVM error whose gateway is gone: fall back to the message
                 condition = None
             if condition:
-                return condition == ALREADY_EXISTS_CONDITION
+                return bool(condition == ALREADY_EXISTS_CONDITION)
     return ALREADY_EXISTS_CONDITION in str(exc)

@@ -37,17 +37,20 @@ def to_predicate(f: sds.Filter) -> Predicate | None:
         return None
     column = attr[0]
     name = type(f).__name__
+    # dispatched on the class name (the classes differ between pyspark versions): ``value`` is read from the
+    # subclasses that have one (EqualTo, In, StringStartsWith, ...); Filter itself declares no fields
+    filt: Any = f
     try:
         if name in _SIMPLE_OPS:
-            return Predicate(column, _SIMPLE_OPS[name], _literal(f.value))
+            return Predicate(column, _SIMPLE_OPS[name], _literal(filt.value))
         if name == "In":
-            return Predicate(column, "in", tuple(_literal(v) for v in f.value))
+            return Predicate(column, "in", tuple(_literal(v) for v in filt.value))
         if name == "IsNull":
             return Predicate(column, "is_null")
         if name == "IsNotNull":
             return Predicate(column, "is_not_null")
         if name == "StringStartsWith":
-            return Predicate(column, "starts_with", f.value)
+            return Predicate(column, "starts_with", filt.value)
     except (ValueError, TypeError):
         return None
     return None

@@ -213,10 +213,12 @@ class RefusedStreamReader(DataSourceStreamReader):
         """Nothing was started."""
 
 
-_mod = _streaming_datasource_module()
-if _mod is not None and hasattr(_mod, "SupportsTriggerAvailableNow"):
+#: Spark 4.2+'s mixin (``pyspark.sql.streaming.datasource.SupportsTriggerAvailableNow``); None before 4.2
+_AVAILABLE_NOW_MIXIN: Any = getattr(_streaming_datasource_module(), "SupportsTriggerAvailableNow", None)
+if _AVAILABLE_NOW_MIXIN is not None:
 
-    class AvailableNowLogStreamReader(LogStreamReader, _mod.SupportsTriggerAvailableNow):
+    # a base found at run time (pyspark 4.0/4.1 have none), so the type checker sees Any: subclassing it is the point
+    class AvailableNowLogStreamReader(LogStreamReader, _AVAILABLE_NOW_MIXIN):  # type: ignore[misc]
         """The same reader, telling Spark 4.2+ that it honours ``trigger(availableNow=True)`` itself."""
 
     _AVAILABLE_NOW_CLASS: type[LogStreamReader] | None = AvailableNowLogStreamReader

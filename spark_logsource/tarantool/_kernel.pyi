@@ -1,10 +1,11 @@
 """Compiled twin of :func:`spark_logsource.tarantool.rows.decode_payload_py` (``_kernel.c``), and its column builder
 (twin of :class:`spark_logsource.tarantool.columns.PyColumnBuilder`)."""
 
+import builtins
 from collections.abc import Callable
 from typing import Any
 
-def decode_payload(payload: bytes, tuple_format: str, path: str, block_offset: int) -> dict[str, list]:
+def decode_payload(payload: bytes, tuple_format: str, path: str, block_offset: int) -> dict[str, list[Any]]:
     """The rows of one block's payload as column lists (keys: ``rows.output_keys(tuple_format)``); raises
     :class:`~spark_logsource.errors.CorruptDataError` naming ``path`` and ``block_offset`` for bad rows."""
 
@@ -25,7 +26,7 @@ class _ColumnBuilder:
     @property
     def bytes(self) -> int:
         """Bytes held that count towards the batch byte cap (values, Variant metadata, corrupt messages)."""
-    def add_payload(self, payload: bytes, path: str, block_offset: int) -> int:
+    def add_payload(self, payload: builtins.bytes, path: str, block_offset: int) -> int:
         """Decode one block payload; the number of rows added. CorruptDataError (nothing added) for bad rows."""
     def add_corrupt(self, block_offset: int, message: str) -> None:
         """One corrupt-record row: offset and message set, every other column null."""

@@ -115,7 +115,7 @@ class Catalog:
         return found
 
     def names(self) -> list[str]:
-        out = set()
+        out: set[str] = set()
         for hist in self.histories.values():
             out.update(d.name for d in hist.defined())
         return sorted(out)
@@ -161,7 +161,7 @@ def _parse_parts(raw: Any) -> tuple[int, ...] | None:
     return tuple(parts)
 
 
-def space_def(space_tuple: list, index_tuples: Sequence[list]) -> SpaceDef | None:
+def space_def(space_tuple: list[Any], index_tuples: Sequence[list[Any]]) -> SpaceDef | None:
     """A :class:`SpaceDef` from a ``_space`` tuple and the ``_index`` tuples of that space."""
     if len(space_tuple) < 3 or not isinstance(space_tuple[0], int):
         return None

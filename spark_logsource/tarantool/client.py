@@ -255,7 +255,7 @@ class PacketBuffer:
         if _frames is None:
             return self.take_rows_py(out, bounds, limit)
         self._pos, stopped_at_other = _frames.take_rows(self._buf, self._pos, limit, self.max_packet, out, bounds)
-        return stopped_at_other
+        return bool(stopped_at_other)
 
     def take_rows_py(self, out: bytearray, bounds: list[int], limit: int) -> bool:
         """Pure-Python reference of :meth:`take_rows`."""
@@ -309,7 +309,7 @@ def error_of(packet: Packet, source: str, position: str | None) -> ServerError:
     body = packet.body or {}
     message = body.get(K_ERROR_24)
     if not isinstance(message, str):
-        stack = body.get(K_ERROR)
+        stack: Any = body.get(K_ERROR)  # msgpack data of any shape: a wrong one is a TypeError below
         try:
             message = stack[0][0][3]  # {0: [ {3: message, ...} ]}
         except (KeyError, IndexError, TypeError):

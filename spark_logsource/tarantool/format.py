@@ -24,7 +24,7 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -37,6 +37,10 @@ from spark_logsource.streaming.stream import LogStream
 from spark_logsource.tarantool.names import REQUEST_TYPES
 from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
 from spark_logsource.tarantool.tail import TarantoolDirStream, parse_stream_options
+
+if TYPE_CHECKING:
+    from spark_logsource.tarantool.space_view import SpaceView
+    from spark_logsource.tarantool.state import StateView
 
 log = logging.getLogger(__name__)
 
@@ -105,18 +109,19 @@ class TarantoolXlogFormat(LogFormat):
         self.read_options = XlogReadOptions(tuple_format=self.tuple_format, common=self.common)
         self.stream_options = parse_stream_options(opts)
         self.typed_view = _typed_view_options(opts)  # view=space|state: built on first use (reads the catalog)
-        self._typed: object | None = None
+        self._typed: SpaceView | StateView | None = None
 
     def schema(self) -> pa.Schema:
         if self.typed_view is not None:
             return self.typed().schema()
         return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
 
-    def typed(self) -> Any:
+    def typed(self) -> SpaceView | StateView:
         """The ``view=space`` / ``view=state`` reader (``space_view.py``, ``state.py``), built once, on the driver."""
         if self._typed is None:
             from spark_logsource.tarantool.typed_views import make_typed_view
 
+            assert self.typed_view is not None  # asked for by the methods a view= read reaches
             self._typed = make_typed_view(self, self.typed_view)
         return self._typed
 
@@ -231,7 +236,7 @@ def _same_vclock(a: dict[int, int], b: dict[int, int]) -> bool:
 
 
 def _may_hold(
-    start: dict[int, int], end: dict[int, int] | None, lo: int, hi: int | None, replicas: set[int] | None
+    start: dict[int, int], end: dict[int, int] | None, lo: int | None, hi: int | None, replicas: set[int] | None
 ) -> bool:
     """Whether a file spanning vclocks (start, end] may hold an LSN in [lo, hi] of one of ``replicas``."""
     if end is None:

@@ -538,13 +538,15 @@ def _ints(array: pa.Array) -> np.ndarray:
     """An integer column as numpy, nulls (corrupt-record rows) as 0."""
     if array.null_count:
         array = pc.fill_null(array, 0)
-    return array.to_numpy()
+    ints: np.ndarray = array.to_numpy()
+    return ints
 
 
 def _bools(array: pa.Array) -> np.ndarray:
     if array.null_count:
         array = pc.fill_null(array, False)
-    return array.to_numpy(zero_copy_only=False)
+    bools: np.ndarray = array.to_numpy(zero_copy_only=False)
+    return bools
 
 
 def _split_header(p: bytes, source: str) -> tuple[dict[int, Any], bytes]:
@@ -563,7 +565,8 @@ def _without_sync(p: bytes, source: str) -> bytes:
     """A row packet re-encoded without its SYNC header entry (slow path for unusual header layouts)."""
     header, rest = _split_header(p, source)
     header.pop(0x01, None)
-    return msgpack.packb(header) + rest
+    packed: bytes = msgpack.packb(header)
+    return packed + rest
 
 
 def _snapshot_row(p: bytes, tag: bytes, source: str) -> bytes:
@@ -576,4 +579,5 @@ def _snapshot_row(p: bytes, tag: bytes, source: str) -> bytes:
     header, rest = _split_header(p, source)
     header.pop(0x01, None)
     header[0x26] = msgpack.unpackb(tag[1:], strict_map_key=False)
-    return msgpack.packb(header) + rest
+    packed: bytes = msgpack.packb(header)
+    return packed + rest

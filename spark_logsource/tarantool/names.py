@@ -180,7 +180,7 @@ def body_key_name(request_type: int | None, code: int) -> str:
     ``{0x02 replica_id, 0x03 lsn}``).
     """
     if code < 0x10 and request_type in _SMALL_BODY_KEYS:
-        name = _SMALL_BODY_KEYS[request_type].get(code)  # type: ignore[index]
+        name = _SMALL_BODY_KEYS[request_type].get(code)
     else:
         name = IPROTO_KEYS.get(code)
     return name if name is not None else str(code)

@@ -105,7 +105,7 @@ def _parse_path(path: str, names: Mapping[str, int]) -> list[Any]:
     return steps
 
 
-def _array_index(container: list, index: int, op: str) -> int:
+def _array_index(container: list[Any], index: int, op: str) -> int:
     """A 0-based position for ``op`` on ``container`` from a 0-based index that may be negative (-1 = last)."""
     n = len(container)
     if index < 0:
@@ -154,7 +154,8 @@ def _bitwise(op: str, old: Any, arg: Any) -> int:
     for v in (old, arg):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ReplayError(f"bitwise operation on a value that is not an unsigned integer: {v!r}")
-    return old & arg if op == "&" else old | arg if op == "|" else old ^ arg
+    result: int = old & arg if op == "&" else old | arg if op == "|" else old ^ arg
+    return result
 
 
 def _splice(old: Any, args: Sequence[Any], index_base: int) -> str | bytes:
@@ -237,7 +238,7 @@ def _apply_leaf(container: Any, step: Any, op: str, args: Sequence[Any], index_b
 _ARG_COUNTS = {"=": 1, "!": 1, "#": 1, "+": 1, "-": 1, "&": 1, "|": 1, "^": 1, ":": 3}
 
 
-def apply_op(tup: list, operation: Any, index_base: int, names: Mapping[str, int]) -> None:
+def apply_op(tup: list[Any], operation: Any, index_base: int, names: Mapping[str, int]) -> None:
     """Apply one ``[op, field, args...]`` to ``tup`` in place."""
     if not isinstance(operation, list) or len(operation) < 2:
         raise ReplayError(f"an update operation is not [op, field, ...]: {operation!r}")
@@ -267,7 +268,7 @@ def apply_op(tup: list, operation: Any, index_base: int, names: Mapping[str, int
     _apply_leaf(container, steps[-1], op, args, index_base)
 
 
-def apply_update(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[str, int]) -> list:
+def apply_update(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[str, int]) -> list[Any]:
     """A new tuple: ``tup`` with every operation applied in order (raises :class:`ReplayError`)."""
     if not isinstance(ops, list):
         raise ReplayError("update operations are not an array")
@@ -277,7 +278,7 @@ def apply_update(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[s
     return out
 
 
-def apply_upsert_ops(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[str, int]) -> list:
+def apply_upsert_ops(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[str, int]) -> list[Any]:
     """UPSERT on an existing tuple: the operations that apply, the failing ones skipped (as Tarantool does)."""
     out = copy.deepcopy(list(tup))
     for operation in ops if isinstance(ops, list) else ():
@@ -304,7 +305,7 @@ class TupleStore:
     def __init__(self, pk_parts: Sequence[int], keep: Callable[[tuple[Any, ...]], bool] | None = None) -> None:
         self.pk_parts = tuple(pk_parts)
         self.keep = keep
-        self.rows: dict[tuple[Any, ...], list] = {}
+        self.rows: dict[tuple[Any, ...], list[Any]] = {}
 
     def key_of(self, tup: Sequence[Any], parts: Sequence[int] | None = None) -> tuple[Any, ...]:
         parts = self.pk_parts if parts is None else parts
@@ -379,6 +380,6 @@ class TupleStore:
     def clear(self) -> None:
         self.rows.clear()
 
-    def __iter__(self) -> Iterator[list]:
+    def __iter__(self) -> Iterator[list[Any]]:
         for key in sorted(self.rows, key=repr):
             yield self.rows[key]

@@ -36,9 +36,10 @@ from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate, filter_batches
 from spark_logsource.fs import FileEntry
 from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.net import Secret
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.retry import parse_reconnect
-from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint, Secret
+from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint
 from spark_logsource.tarantool.format import TUPLE_FORMATS, TarantoolXlogFormat, row_filters
 from spark_logsource.tarantool.live import LiveSlice, LiveStream, parse_offset
 from spark_logsource.tarantool.reader import xlog_schema

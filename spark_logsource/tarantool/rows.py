@@ -232,20 +232,20 @@ def variant_of(value: Any) -> tuple[bytes, bytes]:
         return encode_variant(_invalid_utf8_as_bytes(value))
 
 
-def _new_columns(tuple_format: str) -> dict[str, list]:
+def _new_columns(tuple_format: str) -> dict[str, list[Any]]:
     return {k: [] for k in output_keys(tuple_format)}
 
 
-def _append_scalars(cols: dict[str, list], scalars: tuple[Any, ...]) -> None:
+def _append_scalars(cols: dict[str, list[Any]], scalars: tuple[Any, ...]) -> None:
     for name, value in zip(SCALAR_COLUMNS, scalars, strict=True):
         cols[name].append(value)
 
 
-def _encoder(tuple_format: str) -> Callable[[dict[str, list], str, Any, bool], None]:
+def _encoder(tuple_format: str) -> Callable[[dict[str, list[Any]], str, Any, bool], None]:
     """A function appending one decoded value (``present`` False = absent) to ``cols`` for column ``name``."""
     if tuple_format == "variant":
 
-        def append_variant(cols: dict[str, list], name: str, value: Any, present: bool) -> None:
+        def append_variant(cols: dict[str, list[Any]], name: str, value: Any, present: bool) -> None:
             if present:
                 encoded, metadata = variant_of(value)
             else:
@@ -255,13 +255,13 @@ def _encoder(tuple_format: str) -> Callable[[dict[str, list], str, Any, bool], N
 
         return append_variant
 
-    def append_json(cols: dict[str, list], name: str, value: Any, present: bool) -> None:
+    def append_json(cols: dict[str, list[Any]], name: str, value: Any, present: bool) -> None:
         cols[name].append(to_json(value) if present else None)
 
     return append_json
 
 
-def _decode_rows_decoded(payload: bytes, tuple_format: str, cols: dict[str, list], state: list[int]) -> None:
+def _decode_rows_decoded(payload: bytes, tuple_format: str, cols: dict[str, list[Any]], state: list[int]) -> None:
     """Variant/JSON path: whole header and body maps are unpacked at once."""
     end = len(payload)
     unpacker = _unpacker(payload)
@@ -332,7 +332,7 @@ _HEADER_DECODE_KEYS = frozenset(_HEADER_UINT_KEYS | {_H_TIMESTAMP})
 _BODY_DECODE_KEYS = frozenset((_B_SPACE_ID, _B_INDEX_ID))
 
 
-def _decode_rows_msgpack(payload: bytes, cols: dict[str, list], state: list[int]) -> None:
+def _decode_rows_msgpack(payload: bytes, cols: dict[str, list[Any]], state: list[int]) -> None:
     """msgpack path: maps are walked entry by entry so the stored bytes of each value can be sliced out."""
     end = len(payload)
     unpacker = _unpacker(payload)
@@ -372,7 +372,7 @@ def _unpacker(payload: bytes) -> msgpack.Unpacker:
     return unpacker
 
 
-def decode_payload_py(payload: bytes, tuple_format: str, path: str, block_offset: int) -> dict[str, list]:
+def decode_payload_py(payload: bytes, tuple_format: str, path: str, block_offset: int) -> dict[str, list[Any]]:
     """Pure-Python reference: the rows of one block payload as equal-length column lists (module docstring)."""
     cols = _new_columns(tuple_format)
     state = [0, 0]  # [row index, payload offset of the row being decoded]
@@ -390,10 +390,10 @@ def decode_payload_py(payload: bytes, tuple_format: str, path: str, block_offset
     return cols
 
 
-def _load_kernel() -> Callable[[bytes, str, str, int], dict[str, list]]:
+def _load_kernel() -> Callable[[bytes, str, str, int], dict[str, list[Any]]]:
     kernel = load_kernel("spark_logsource.tarantool._kernel")
     return decode_payload_py if kernel is None else kernel.decode_payload
 
 
 #: The implementation in use: the C kernel unless :mod:`spark_logsource.native` says otherwise.
-decode_payload: Callable[[bytes, str, str, int], dict[str, list]] = _load_kernel()
+decode_payload: Callable[[bytes, str, str, int], dict[str, list[Any]]] = _load_kernel()

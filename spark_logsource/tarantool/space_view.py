@@ -67,7 +67,7 @@ class _Rows:
     def __init__(self, schema: pa.Schema, columns: dict[str, pa.DataType | str]) -> None:
         self.schema = schema
         self.types = {f.name: (columns.get(f.name) or f.type) for f in schema}
-        self.cols: dict[str, list] = {f.name: [] for f in schema}
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in schema}
         self.n = 0
 
     def add(self, values: dict[str, Any]) -> None:
@@ -130,7 +130,7 @@ class SpaceView(TypedView):
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
         out = _Rows(self._schema, self.columns)
         size = self.fmt.common.batch_size
-        plans: dict[int, list] = {}  # id(SpaceDef) → its row plan
+        plans: dict[int, list[Any]] = {}  # id(SpaceDef) → its row plan
         for row in iter_rows(split.uri, (self.space_id,), self.fmt.common, self._raw_predicates(),
                              start=split.start, end=split.end):
             if row.error is not None:
@@ -154,7 +154,7 @@ class SpaceView(TypedView):
 
         self.fmt.common.mode.handle(error, keep)
 
-    def _typed(self, row: LogRow, plans: dict[int, list]) -> dict[str, Any]:
+    def _typed(self, row: LogRow, plans: dict[int, list[Any]]) -> dict[str, Any]:
         space = self.history.at(row.position)
         if space is None:
             raise FieldTypeError(f"no format of space {self.space_id} is known at this point of the log")
@@ -175,12 +175,12 @@ class SpaceView(TypedView):
             values["ops"] = row.ops
         return values
 
-    def key_fields(self, space: SpaceDef, row: LogRow) -> tuple[dict[str, Any], list | None]:
+    def key_fields(self, space: SpaceDef, row: LogRow) -> tuple[dict[str, Any], list[Any] | None]:
         parts = space.index_parts(row.index_id or 0)
         if parts is None or not isinstance(row.key, list) or len(row.key) > len(parts):
             raise FieldTypeError(f"the key {row.key!r} does not match index {row.index_id or 0} of the space")
         out: dict[str, Any] = {}
-        extra: list = []
+        extra: list[Any] = []
         n = len(space.fields)
         for value, fno in zip(row.key, parts, strict=False):
             if fno < n:

@@ -99,7 +99,8 @@ class StateView(TypedView):
 
     # --- replay (tasks) -----------------------------------------------------------------------------------------
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
-        part, parts = split.hint("part", 0), split.hint("parts", 1)
+        part: int = split.hint("part", 0)
+        parts: int = split.hint("parts", 1)
         out = _Rows(self._schema, self.columns)
         corrupt = self.fmt.common.corrupt_column
         size = self.fmt.common.batch_size

@@ -243,9 +243,9 @@ class TarantoolDirStream(LogStream):
         return (ka > kb) - (ka < kb)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
-        cur = DirPosition.from_offset(start, "offset")
-        files = self._list(cur.file)
-        cur = self._resolve(cur, files)
+        asked = DirPosition.from_offset(start, "offset")
+        files = self._list(asked.file)
+        cur = self._resolve(asked, files)
         if cur is None or cur.file is None:
             return start
         for uri in [u for u in self._metas if _name(u) < cur.file]:  # files passed for good
@@ -265,7 +265,7 @@ class TarantoolDirStream(LogStream):
             nxt_meta = self._meta(nxt) if nxt is not None else None
             if cur.pos > entry.size:
                 if nxt is not None or _ends_with_eof(entry):  # finished: no block can ever start there
-                    raise past_end(display_name(self.directory), cur.describe(), cur.file, entry.size)
+                    raise past_end(display_name(self.directory), cur.describe(), names[i], entry.size)
                 self.awaiting.note(display_name(self.directory),
                                    f"{cur.file} to reach byte {cur.pos} (it has {entry.size} bytes)")
                 return cur.to_offset()
@@ -480,7 +480,8 @@ def _ends_with_eof(entry: FileEntry) -> bool:
     try:
         with open_input(entry.uri) as f:
             f.seek(entry.size - len(EOF_MAGIC))
-            return f.read(len(EOF_MAGIC)) == EOF_MAGIC
+            tail: bytes = f.read(len(EOF_MAGIC))
+            return tail == EOF_MAGIC
     except (FileNotFoundError, OSError):
         return False
 

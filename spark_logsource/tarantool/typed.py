@@ -254,7 +254,7 @@ def row_plan(space: SpaceDef, columns: dict[str, pa.DataType | str], reserved: S
 
 
 def row_fields(tup: Sequence[Any], space: SpaceDef, columns: dict[str, pa.DataType | str],
-               reserved: Sequence[str], plan: list[PlanItem] | None = None) -> tuple[dict[str, Any], list | None]:
+               reserved: Sequence[str], plan: list[PlanItem] | None = None) -> tuple[dict[str, Any], list[Any] | None]:
     """A whole tuple → (column name → cell value, the fields beyond the format or None); FieldTypeError."""
     if plan is None:
         plan = row_plan(space, columns, reserved)

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from spark_logsource.tarantool.format import TarantoolXlogFormat
+    from spark_logsource.tarantool.space_view import SpaceView
+    from spark_logsource.tarantool.state import StateView
 
 
-def make_typed_view(fmt: TarantoolXlogFormat, options: dict[str, Any]) -> Any:
+def make_typed_view(fmt: TarantoolXlogFormat, options: dict[str, Any]) -> SpaceView | StateView:
     """A :class:`~.space_view.SpaceView` or a :class:`~.state.StateView` for the parsed view options."""
     if options["view"] == "space":
         from spark_logsource.tarantool.space_view import SpaceView

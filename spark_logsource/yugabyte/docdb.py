@@ -130,7 +130,7 @@ def _need(buf: bytes, pos: int, n: int, end: int, what: str) -> None:
 def _fixed_bits(buf: bytes, pos: int, end: int, width: int, descending: bool, what: str) -> int:
     """The big-endian ``width``-byte field at ``pos`` as an unsigned int; a descending one's bits flipped back."""
     _need(buf, pos, width, end, what)
-    raw = (_u32 if width == 4 else _u64)(buf, pos)[0]
+    raw: int = (_u32 if width == 4 else _u64)(buf, pos)[0]
     return ~raw & ((1 << (8 * width)) - 1) if descending else raw
 
 
@@ -198,7 +198,7 @@ class DocKey:
 
 
 def _components(buf: bytes, pos: int, end: int) -> tuple[list[Any], int]:
-    out = []
+    out: list[Any] = []
     while True:
         if pos >= end:
             raise DecodeError(pos, "key ends before its group end '!'")

@@ -197,6 +197,7 @@ class _Builder:
 
     def add_entry(self, p: _Pending) -> None:
         e = p.entry
+        assert e is not None  # _emit gives a corrupt-record row (no entry) to add_corrupt
         ht, phys, logical = _split_ht(e.hybrid_time)
         c = self.cols
         if self.view == "operations":

@@ -46,7 +46,7 @@ class TableSchema:
 
     def __init__(self, pb: dict[str, Any], version: int | None) -> None:
         self.version = version
-        cols = []
+        cols: list[ColumnInfo] = []
         for c in pb.get("columns") or []:
             main = (c.get("type") or {}).get("main")
             cols.append(ColumnInfo(

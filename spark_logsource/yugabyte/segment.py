@@ -165,7 +165,8 @@ def open_segment(source: Any, path: str, size: int | None = None, window: Window
 
 
 def _header_is_valid(buf: bytes, i: int) -> bool:
-    return crc32c.crc32c(buf[i:i + 8]) == _unpack_i(buf, i + 8)[0]
+    stored: int = _unpack_i(buf, i + 8)[0]
+    return crc32c.crc32c(buf[i:i + 8]) == stored
 
 
 class EntryScanner:
@@ -213,6 +214,8 @@ class EntryScanner:
         head = self.window.get(pos, ENTRY_HEADER_SIZE)
         if len(head) < ENTRY_HEADER_SIZE or not _header_is_valid(head, 0):
             return False
+        length: int
+        body_crc: int
         length, body_crc, _ = _unpack_3i(head, 0)
         if length == 0 or pos + ENTRY_HEADER_SIZE + length > self.limit or length > MAX_BATCH_BYTES:
             return False
@@ -260,6 +263,7 @@ class EntryScanner:
             self._end("footer" if self.info.footer is not None else "end_of_file", pos, "")
             return None, None
         remaining = limit - pos
+        err: CorruptDataError
         if remaining < ENTRY_HEADER_SIZE:
             tail = self.window.get(pos, remaining)
             err = TruncatedDataError(path, pos, f"{remaining} bytes left, too few for an entry header")

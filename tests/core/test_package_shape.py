@@ -7,6 +7,7 @@ dependency, or the registry loading a format on demand) and cannot form an impor
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "spark_logsource"
@@ -107,3 +108,49 @@ def test_no_spark_import_below_readers() -> None:
                 continue
             offenders += [f"{name}: {m}" for m in modules if m.split(".")[0] == "pyspark"]
     assert offenders == []
+
+
+#: The longest a C file of the kernels may be (.c and .h alike): one concern per file.
+MAX_C_LINES = 800
+
+
+def test_no_c_file_over_800_lines() -> None:
+    """A kernel is split by concern (values, plans, images, runs, typed rows, the module) into files a reader can
+    hold: none over MAX_C_LINES lines."""
+    sources = sorted([*PACKAGE.rglob("*.c"), *PACKAGE.rglob("*.h")])
+    assert len(sources) > 10, "the walk found the kernels' sources"
+    lines = {str(path.relative_to(PACKAGE)): len(path.read_text().splitlines()) for path in sources}
+    assert {name: n for name, n in lines.items() if n > MAX_C_LINES} == {}
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """``py.typed`` (PEP 561) in the package, and in what setup.py installs and MANIFEST.in puts in the sdist: a
+    project that type-checks its calls into spark_logsource gets our annotations, not Any."""
+    assert (PACKAGE / "py.typed").is_file()
+    setup = ast.parse((PACKAGE.parent / "setup.py").read_text())
+    package_data = next(kw.value for node in ast.walk(setup) if isinstance(node, ast.Call)
+                        for kw in node.keywords if kw.arg == "package_data")
+    assert "py.typed" in ast.literal_eval(package_data).get("spark_logsource", [])
+    manifest = (PACKAGE.parent / "MANIFEST.in").read_text().splitlines()
+    assert "include spark_logsource/py.typed" in manifest
+
+
+def test_mypy_is_strict_on_the_package() -> None:
+    """pyproject's mypy runs strict over the whole package, and no per-module override loosens a module of ours
+    (the overrides are for libraries that ship no types). CI runs mypy itself (scripts/test.sh)."""
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["strict"] is True
+    assert config["files"] == ["spark_logsource"]
+    ours = [o for o in config.get("overrides", [])
+            if any(m.split(".")[0] == "spark_logsource" for m in ([o["module"]] if isinstance(o["module"], str)
+                                                                     else o["module"]))]
+    assert ours == []
+
+
+def test_imports_inside_the_package_are_absolute() -> None:
+    """One import style: ``from spark_logsource.mysql.events import ...``, never ``from .events import ...``
+    (ruff's TID252 keeps it so; this names the offenders)."""
+    relative = [f"{name}:{node.lineno}" for name, path in _modules().items()
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative == []
