@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: one SparkSession and one server of each kind per test session."""
+"""Shared pytest fixtures: one SparkSession and one server of each kind per test session, and the twin fixture."""
 
 from __future__ import annotations
 
@@ -9,11 +9,46 @@ from pathlib import Path
 
 import pytest
 
+from spark_logsource.native import pure_python_forced
+from tests.support.twins import TWINS, Twin, activate
+
 pytest_plugins = ["tests.support.servers.tarantool", "tests.support.servers.mariadb"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: Real-server files copied from their upstream projects (sources and licences in ``fixtures/README.md``).
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(params=TWINS)
+def twin(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Twin:
+    """The implementation of the decoders this test runs: ``c`` (the compiled kernels) or ``python`` (their
+    references), as if the process had started without or with ``SPARK_LOGSOURCE_PURE_PYTHON=1``
+    (``tests/support/twins.py``). ``c`` is skipped, with the reason, where the kernels are not built."""
+    return activate(request.param, monkeypatch)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "differential: compares the C and Python twins itself, whatever "
+                            "SPARK_LOGSOURCE_PURE_PYTHON says (so the pure-Python pass leaves it out)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the SparkSession ``spark`` (so ``-m "not spark"`` leaves it out however it is
+    written), and under ``SPARK_LOGSOURCE_PURE_PYTHON=1`` leave out the tests over ``twin`` and the ``differential``
+    ones: they run both twins in every pass already, and the pure-Python pass is for the code that picks its
+    implementation itself."""
+    both = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark)
+        if "twin" in names or item.get_closest_marker("differential"):
+            both.append(item)
+    if both and pure_python_forced():
+        config.hook.pytest_deselected(items=both)
+        left_out = set(map(id, both))
+        items[:] = [item for item in items if id(item) not in left_out]
 
 
 @pytest.fixture(scope="session")

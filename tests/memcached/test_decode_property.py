@@ -1,7 +1,7 @@
 """The bulk (numpy) decoder equals the per-packet reference on generated packets (our writer + our readers).
 
-Both bulk paths are checked: the C kernel (``_kernel.c``, when built) and numpy. Real-server bytes are covered by
-test_capture; this adds the corners no recording has: network-order flags,
+Both bulk paths are checked, over the ``twin`` fixture: the C kernel (``_kernel.c``) and numpy. Real-server bytes
+are covered by test_capture; this adds the corners no recording has: network-order flags,
 NO_VALUE, engine-specific bytes, unknown opcodes and codes, error responses, lying engine-specific lengths.
 """
 
@@ -10,12 +10,17 @@ from __future__ import annotations
 import struct
 
 import pyarrow as pa
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_logsource.errors import DecodeError
 from spark_logsource.memcached.protocol import REQUEST_MAGIC, RESPONSE_MAGIC, TAP_EXTRAS, encode_packet, frame
 from spark_logsource.memcached.tap import COLUMNS, BulkResult, decode_bulk, decode_packet
+from tests.support.twins import Twin
+
+#: The twin is chosen once per test (the generated examples share it; each builds its own input).
+PER_TEST = [HealthCheck.function_scoped_fixture]
 
 OPCODES = [*TAP_EXTRAS, 0x0A, 0x33]
 
@@ -44,14 +49,13 @@ def packets(draw: st.DrawFn) -> bytes:
     return encode_packet(REQUEST_MAGIC, opcode, key=key, extras=extras, value=es + value, **header)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=PER_TEST)
 @given(st.lists(packets(), min_size=1, max_size=12))
-def test_bulk_decoder_equals_reference(items: list[bytes]) -> None:
+def test_bulk_decoder_equals_reference(twin: Twin, items: list[bytes]) -> None:
     data = b"".join(items)
     starts, end, problem = frame(data, 0, len(data), 1 << 20)
     assert problem is None and end == len(data) and len(starts) == len(items)
-    for use_kernel in (True, False):  # the C kernel (when built) and numpy
-        check(items, decode_bulk(data, starts, use_kernel=use_kernel))
+    check(items, decode_bulk(data, starts))
 
 
 def check(items: list[bytes], result: BulkResult) -> None:
@@ -69,16 +73,21 @@ def check(items: list[bytes], result: BulkResult) -> None:
     assert all(isinstance(c, pa.Array) and len(c) == len(items) for c in result.columns)
 
 
-def test_kernel_is_built_and_used() -> None:
-    """The compiled twin is what readers use when it is built (CI builds it; pure-Python runs skip this)."""
-    import pytest
+def test_kernel_is_built_and_used(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk decoder, the framer and the acknowledgements run the compiled twin on "c" (so the properties here
+    test it) and numpy / Python on "python"."""
+    from spark_logsource.memcached import client, protocol, tap
 
-    from spark_logsource.memcached import protocol, tap
-    from spark_logsource.native import pure_python_forced
-
-    if pure_python_forced():
-        pytest.skip("SPARK_LOGSOURCE_PURE_PYTHON=1")
-    assert tap._KERNEL is not None and protocol._KERNEL is tap._KERNEL
+    used: list[str] = []
+    for module, name in ((tap, "_columns_numpy"), (protocol, "frame_python"), (client, "ack_requests_numpy")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, name=name, **k: used.append(name) or real(*a, **k))
+    packet = encode_packet(REQUEST_MAGIC, 0x41, key=b"k", extras=struct.pack(">HHB3xII", 0, 1, 255, 0, 0), value=b"v")
+    starts, _, _ = protocol.frame(packet, 0, len(packet), 1 << 20)
+    assert list(starts) == [0]
+    assert tap.decode_bulk(packet, starts).columns[3].to_pylist() == ["k"]
+    assert client.ack_requests(packet, starts) == [(0x41, 0)]
+    assert used == ([] if twin.is_c else ["frame_python", "_columns_numpy", "ack_requests_numpy"])
 
 
 PIECES = [b"a", b"\xd0\xba", b"\xe9\x8d\xb5", b"\xf0\x9f\x98\x80", b"\xff", b"\x80", b"\xc0\xaf", b"\xed\xa0\x80",
@@ -86,18 +95,17 @@ PIECES = [b"a", b"\xd0\xba", b"\xe9\x8d\xb5", b"\xf0\x9f\x98\x80", b"\xff", b"\x
           b"\xf5", b"\xe0\xa0", b"\xed\x9f\xbf", b"\xf4\x8f\xbf\xbf", b"\xc2\x80"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=PER_TEST)
 @given(st.lists(st.lists(st.sampled_from(PIECES), max_size=6).map(b"".join), min_size=1, max_size=40))
-def test_keys_that_are_not_utf8_read_like_python_decodes_them(keys: list[bytes]) -> None:
+def test_keys_that_are_not_utf8_read_like_python_decodes_them(twin: Twin, keys: list[bytes]) -> None:
     extras = struct.pack(">HHB3xII", 0, 0, 255, 0, 0)
     data = b"".join(encode_packet(REQUEST_MAGIC, 0x41, key=k, extras=extras, value=b"v") for k in keys)
     starts, _, _ = frame(data, 0, len(data), 1 << 20)
-    for use_kernel in (True, False):
-        result = decode_bulk(data, starts, use_kernel=use_kernel)
-        key_col, key_bytes_col = result.columns[3], result.columns[4]
-        assert key_col.to_pylist() == [k.decode("utf-8", "replace") for k in keys]
-        assert key_bytes_col.to_pylist() == [None if _valid(k) else k for k in keys]
-        key_col.validate(full=True)
+    result = decode_bulk(data, starts)
+    key_col, key_bytes_col = result.columns[3], result.columns[4]
+    assert key_col.to_pylist() == [k.decode("utf-8", "replace") for k in keys]
+    assert key_bytes_col.to_pylist() == [None if _valid(k) else k for k in keys]
+    key_col.validate(full=True)
 
 
 def _valid(key: bytes) -> bool:
@@ -108,14 +116,13 @@ def _valid(key: bytes) -> bool:
     return True
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=PER_TEST)
 @given(st.lists(packets(), min_size=1, max_size=12))
-def test_ack_requests_kernel_equals_numpy(items: list[bytes]) -> None:
-    from spark_logsource.memcached.client import ack_requests, ack_requests_numpy
+def test_acks_are_the_tap_packets_that_ask_for_one(twin: Twin, items: list[bytes]) -> None:
+    from spark_logsource.memcached.client import ack_requests
 
     data = b"".join(items)
     starts, _, _ = frame(data, 0, len(data), 1 << 20)
     want = [(p[1], int.from_bytes(p[12:16], "big")) for p in items
             if p[0] == REQUEST_MAGIC and p[1] in TAP_EXTRAS and p[27] & 1]
     assert ack_requests(data, starts) == want
-    assert ack_requests_numpy(data, starts) == want

@@ -32,6 +32,9 @@ from spark_logsource.mysql.rows_encode import encode_rows_event_c, encode_rows_e
 from spark_logsource.mysql.tablemap import TableMap, decode_table_map
 from spark_logsource.variant import decode_variant
 from tests.support.mysql_types import DEFAULTS, SETTINGS, types_workload
+from tests.support.twins import Twin, compiled
+
+pytestmark = pytest.mark.differential  # C against Python in each test: not again in the pure-Python pass
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "mysql-binlog"
 MANIFEST = json.loads((FIXTURE_DIR / "MANIFEST.json").read_text()) if (FIXTURE_DIR / "MANIFEST.json").exists() else []
@@ -123,8 +126,7 @@ def test_kernel_is_built():
 def test_crc32_is_zlibs(folding: bool) -> None:
     """The CRC the run walk checks events with, against zlib.crc32: every length up to past several 64-byte
     blocks at every alignment of a 16-byte lane, with initial values, and large buffers."""
-    from spark_logsource.mysql import _kernel
-
+    _kernel = compiled("spark_logsource.mysql._kernel")
     folds = _kernel.crc32_folds()
     if folding and not folds:
         pytest.skip("this processor has no PCLMULQDQ")
@@ -270,36 +272,37 @@ def test_server_values_decode_as_expected(server_binlogs):
 
 
 @pytest.mark.parametrize("row_format", FORMATS)
-def test_image_columns_join_into_the_arrow_column_of_their_cells(fixtures_dir, row_format):
-    """The Arrow parts both implementations hand over (ImageColumn) become, joined by the batch builder, the same
+def test_image_columns_join_into_the_arrow_column_of_their_cells(fixtures_dir, row_format, twin: Twin):
+    """The Arrow parts each implementation hands over (ImageColumn) become, joined by the batch builder, the same
     array as the cells one by one through pyarrow: absent images null, offsets rebased, a slice of a chunk too."""
     cases = [c for entry in MANIFEST for c in rows_cases(fixtures_dir / "mysql-binlog" / entry["path"])]
     assert cases
-    for impl in (encode_rows_event_c, encode_rows_event_py):
-        parts = []
-        cells: list = []
-        for case in cases:
-            rows = case.run(impl, row_format=row_format)
-            for side in (rows.before, rows.after):
-                parts.append((rows.n, side))
-                if side is None:
-                    cells += [None] * rows.n
-                else:
-                    images = side.images()
-                    assert len(images) == rows.n and sum(map(len, images)) == len(side.data)
-                    cells += ([i.decode("utf-8") for i in images] if row_format == "json"
-                              else list(zip(images, side.metadatas(), strict=True)))
-        joined = join_cells(parts, row_format == "json")
-        if row_format == "json":
-            assert joined.equals(pa.array(cells, pa.string()))
-        else:
-            expected = variant_array([None if c is None else c[0] for c in cells],
-                                     [b"" if c is None else c[1] for c in cells])
-            assert joined.equals(expected)
-        n, side = max(((n, side) for n, side in parts if side is not None), key=lambda p: p[0])
-        assert n >= 2
-        sliced = Chunk([], n, {0: side}, row_format == "json").rows(1, n).encoded[0]
-        assert sliced.images() == side.images()[1:] and sliced.metadatas() == side.metadatas()[1:]
+    impl = rows_encode.rows_encoder()
+    assert impl is (encode_rows_event_c if twin.is_c else encode_rows_event_py)
+    parts = []
+    cells: list = []
+    for case in cases:
+        rows = case.run(impl, row_format=row_format)
+        for side in (rows.before, rows.after):
+            parts.append((rows.n, side))
+            if side is None:
+                cells += [None] * rows.n
+            else:
+                images = side.images()
+                assert len(images) == rows.n and sum(map(len, images)) == len(side.data)
+                cells += ([i.decode("utf-8") for i in images] if row_format == "json"
+                          else list(zip(images, side.metadatas(), strict=True)))
+    joined = join_cells(parts, row_format == "json")
+    if row_format == "json":
+        assert joined.equals(pa.array(cells, pa.string()))
+    else:
+        expected = variant_array([None if c is None else c[0] for c in cells],
+                                 [b"" if c is None else c[1] for c in cells])
+        assert joined.equals(expected)
+    n, side = max(((n, side) for n, side in parts if side is not None), key=lambda p: p[0])
+    assert n >= 2
+    sliced = Chunk([], n, {0: side}, row_format == "json").rows(1, n).encoded[0]
+    assert sliced.images() == side.images()[1:] and sliced.metadatas() == side.metadatas()[1:]
 
 
 # ---- bad input made from real events ------------------------------------------------------------------------------
@@ -376,7 +379,7 @@ def test_random_row_data_agrees(fuzz_corpus):
     assert kinds["error"] > 100 and kinds["ok"] > 10
 
 
-def test_no_column_image_is_an_error_not_a_loop(fixtures_dir):
+def test_no_column_image_is_an_error_not_a_loop(fixtures_dir, twin: Twin):
     """A rows event whose columns-present bitmap is empty but that carries row data."""
     case = next(c for c in rows_cases(fixtures_dir / "mysql-binlog" / "osheroff/mysql-bin.checksum-crc32")
                 if c.type_code == 30)
@@ -385,20 +388,16 @@ def test_no_column_image_is_an_error_not_a_loop(fixtures_dir):
     body = bytearray(case.body)
     width = (len(head.table_map.columns) + 7) // 8
     body[head.pos - width:head.pos] = bytes(width)
-    for impl in (encode_rows_event_c, encode_rows_event_py):
-        with pytest.raises(CorruptDataError, match="row image without columns") as info:
-            case.run(impl, bytes(body))
-        assert info.value.path == case.path and info.value.offset == case.pos + 19 + head.pos
+    with pytest.raises(CorruptDataError, match="row image without columns") as info:
+        case.run(rows_encode.rows_encoder(), bytes(body))
+    assert info.value.path == case.path and info.value.offset == case.pos + 19 + head.pos
 
 
-def test_pure_python_switch(fixtures_dir, monkeypatch):
-    """encode_rows_event is the kernel unless SPARK_LOGSOURCE_PURE_PYTHON=1; both give the same rows."""
+def test_pure_python_switch(fixtures_dir, monkeypatch, twin: Twin):
+    """encode_rows_event is the kernel unless SPARK_LOGSOURCE_PURE_PYTHON=1; both give the reference's rows."""
     case = next(rows_cases(fixtures_dir / "mysql-binlog" / "osheroff/mysql-bin.checksum-crc32"))
     calls = []
     real_c = rows_encode.encode_rows_event_c
     monkeypatch.setattr(rows_encode, "encode_rows_event_c", lambda *a, **k: calls.append("c") or real_c(*a, **k))
-    monkeypatch.delenv("SPARK_LOGSOURCE_PURE_PYTHON", raising=False)
-    kernel = case.run(rows_encode.encode_rows_event)
-    monkeypatch.setenv("SPARK_LOGSOURCE_PURE_PYTHON", "1")
-    pure = case.run(rows_encode.encode_rows_event)
-    assert calls == ["c"] and kernel == pure and kernel.n > 0
+    got = case.run(rows_encode.encode_rows_event)
+    assert calls == (["c"] if twin.is_c else []) and got == case.run(encode_rows_event_py) and got.n > 0

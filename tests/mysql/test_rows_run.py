@@ -27,6 +27,8 @@ from spark_logsource.filters import Predicate
 from spark_logsource.mysql import rows_run, transactions
 from spark_logsource.mysql.events import BinlogFile, FramingError
 from spark_logsource.mysql.rows_encode import KERNEL_AVAILABLE, encode_rows_event_c
+from tests.support.mysql_types import DEFAULTS
+from tests.support.twins import compiled
 
 WRITE_ROWS_V1 = 23
 
@@ -63,6 +65,8 @@ def run_binlog(request: pytest.FixtureRequest, mariadb: Any, tmp_path_factory: p
     settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": request.param,
                 "log_bin_compress": "OFF"}
     files = mariadb.run_workload(workload, settings, dest=tmp_path_factory.mktemp(f"rows-run-{request.param}"))
+    for key, value in DEFAULTS.items():  # the server is the session's: later workloads expect its defaults
+        mariadb.set_global(key, value)
     assert len(files) == 1, files
     with BinlogFile(None, str(files[0])) as bf:
         writes = [(e.pos, e.next_pos) for e in bf.events()
@@ -174,8 +178,9 @@ def _damaged(run_binlog: RunBinlog, tmp_path: Path) -> tuple[Path, int]:
 @pytest.fixture(params=["folded", "zlib"])
 def crc_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The walks check CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
-    from spark_logsource.mysql import _kernel, checksum
+    from spark_logsource.mysql import checksum
 
+    _kernel = compiled("spark_logsource.mysql._kernel")
     folds = _kernel.crc32_folds()
     if request.param == "folded" and not folds:
         pytest.skip("this processor has no PCLMULQDQ: runs check CRCs through zlib.crc32 only")

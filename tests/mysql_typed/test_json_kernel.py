@@ -17,13 +17,19 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import typed_kernel, typed_rows
+from spark_logsource.mysql import typed_rows
 from spark_logsource.mysql.table_schema import _JSON_DECODER
 from spark_logsource.variant import encode_variant
 from tests.support.mysql_typed import DB, count_kernel_events
+from tests.support.twins import activate, compiled
 
-kernel = typed_kernel._kernel
-pytestmark = pytest.mark.skipif(kernel is None, reason="the MySQL kernel is not built")
+pytestmark = pytest.mark.differential  # C against Python in each test: not again in the pure-Python pass
+
+
+def _c() -> Any:
+    """The compiled module holding the JSON parser (the test is skipped where it is not built)."""
+    return compiled("spark_logsource.mysql._kernel")
+
 
 #: Texts C leaves to Python although the reference encodes them (the rest of what it leaves, Python refuses too).
 LEFT_TO_PYTHON = [
@@ -61,7 +67,7 @@ def _reference(text: bytes) -> tuple[bytes, bytes] | None:
 
 def _same_or_declined(text: bytes) -> bool:
     """Whether C converted ``text`` (checking that its bytes are the reference's)."""
-    ours = kernel.json_variant(text)
+    ours = _c().json_variant(text)
     if ours is not None:
         assert ours == _reference(text), text[:200]
     return ours is not None
@@ -165,8 +171,8 @@ def test_a_column_of_documents_reuses_repeated_keys_exactly() -> None:
             texts.append(json.dumps(dict(reversed(list(value.items()))), default=str).encode())
         if rng.random() < 0.1:
             texts.append(rng.choice([b"{}", b"[]", b'{"a": 1, "a": 2}', b"not json", text.encode()[:-1]]))
-    ours = kernel.json_variants(texts)
-    assert ours == [kernel.json_variant(t) for t in texts]  # one state or a fresh one each: the same answers
+    ours = _c().json_variants(texts)
+    assert ours == [_c().json_variant(t) for t in texts]  # one state or a fresh one each: the same answers
     for text, answer in zip(texts, ours, strict=True):
         if answer is not None:
             assert answer == _reference(text), text[:200]
@@ -197,7 +203,7 @@ def test_mutated_texts_are_converted_exactly_or_left_to_python(seed: int) -> Non
         mutated.append(bytes(data))
         converted += _same_or_declined(mutated[-1])
     assert converted > 0  # some mutations leave JSON: the comparison was made
-    assert kernel.json_variants(mutated) == [kernel.json_variant(t) for t in mutated]
+    assert _c().json_variants(mutated) == [_c().json_variant(t) for t in mutated]
 
 
 def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,7 +229,7 @@ def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: 
 
     def batches(kernel_on: bool, counts: list[tuple[str, bool]] | None = None) -> list[Any]:
         with monkeypatch.context() as patch:
-            patch.setattr(typed_rows, "kernel_available", lambda: kernel_on)
+            activate("c" if kernel_on else "python", patch)
             if counts is not None:
                 count_kernel_events(patch, counts)
             return list(spark_logsource.iter_batches("mysql-binlog", files, view="table", table=f"{DB}.jdocs"))
@@ -243,12 +249,12 @@ def test_documents_the_server_stored(mariadb: Any, tmp_path: Path, monkeypatch: 
         cut: dict[bool, list[int]] = {}
         for kernel_on in (True, False):
             with monkeypatch.context() as patch:
-                patch.setattr(typed_rows, "kernel_available", lambda on=kernel_on: on)
+                activate("c" if kernel_on else "python", patch)
                 patch.setattr(typed_rows, "MAX_BATCH_BYTES", cap)
                 cut[kernel_on] = [b.num_rows for b in spark_logsource.iter_batches(
                     "mysql-binlog", files, view="table", table=f"{DB}.jkeys")]
         assert len(cut[False]) > 1 and cut[True] == cut[False], (cap, cut)
-    left = [i for i in range(len(docs)) if kernel.json_variant(stored[i].encode()) is None]
+    left = [i for i in range(len(docs)) if _c().json_variant(stored[i].encode()) is None]
     assert left == [docs.index(d) for d in LEFT_TO_PYTHON]
     # one event per document: those C leaves declined once each (the Python path read them), the others converted
     assert len(counts) == len(docs) and counts.count(("one", False)) == len(left), counts

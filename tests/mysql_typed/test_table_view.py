@@ -20,9 +20,9 @@ import pytest
 import spark_logsource
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError, OptionError
-from spark_logsource.native import pure_python_forced
 from spark_logsource.variant import decode_variant
 from tests.support.mysql_typed import DB, FINAL_TABLE, TypedWorkload, count_kernel_events
+from tests.support.twins import activate
 
 TABLE = f"{DB}.{FINAL_TABLE}"
 
@@ -211,7 +211,6 @@ def test_declarations_the_binlog_disagrees_with(mariadb: Any, tmp_path: Path,
     LONGTEXT holding text that is not JSON. A value the declaration cannot hold is an error row, never a wrapped or
     guessed value; the compiled path gives the reference's batches, and a bad value late in a run of rows events
     costs a few kernel calls, not one per event."""
-    from spark_logsource.mysql import typed_rows
 
     def workload(server: Any) -> None:
         server.execute(f"CREATE DATABASE IF NOT EXISTS {DB}")
@@ -231,7 +230,7 @@ def test_declarations_the_binlog_disagrees_with(mariadb: Any, tmp_path: Path,
 
     def batches(table: str, kernel: bool, counts: list[tuple[str, bool]] | None = None) -> list[Any]:
         with monkeypatch.context() as patch:
-            patch.setattr(typed_rows, "kernel_available", lambda: kernel)
+            activate("c" if kernel else "python", patch)
             if counts is not None:
                 count_kernel_events(patch, counts)
             return list(spark_logsource.iter_batches("mysql-binlog", later, view="table", table=f"{DB}.{table}",
@@ -250,10 +249,9 @@ def test_declarations_the_binlog_disagrees_with(mariadb: Any, tmp_path: Path,
     assert len(bad) == 1 and "is not JSON" in bad[0]["_corrupt_record"] and rows.index(bad[0]) == 2500
     events = len({r["source"]["pos"] for r in rows})
     assert events >= 4  # the INSERT is several rows events
-    # the bad value's event declined once, every other event read once, in a run (under the pure-Python switch the
-    # walk reads no runs: each event alone)
+    # the bad value's event declined once, every other event read once, in a run
     assert counts.count(("one", False)) == 1 and len(counts) == events
-    assert ("one", True) not in counts or pure_python_forced()
+    assert ("one", True) not in counts
     for table, ours in (("dm", batches("dm", True)), ("js", docs)):
         reference = batches(table, False)
         assert [b.num_rows for b in ours] == [b.num_rows for b in reference]
@@ -301,22 +299,22 @@ def test_kernel_and_column_wise_equal_row_by_row(typed_workloads: dict[str, Type
         row_by_row.append(args)
         raise typed_rows.ValueMismatch("forced: row by row")
 
-    use_kernel = typed_rows.kernel_available()
     for name, w in typed_workloads.items():
         for options in ({}, {"batchSize": "3"}, {"schemaFrom": "metadata"} if name == "FULL" else {}):
             kernel_events.clear()
             row_by_row.clear()
             with monkeypatch.context() as patch:
+                activate("c", patch)
                 count_kernel_events(patch, kernel_events)
                 fast = batches(w.files, **options)
             with monkeypatch.context() as patch:
-                patch.setattr(typed_rows, "kernel_available", lambda: False)
+                activate("python", patch)
                 python = batches(w.files, **options)
                 patch.setattr(typed_rows, "_image_columns", never)
                 slow = batches(w.files, **options)
             assert row_by_row, "the row-by-row path was not taken"
-            if use_kernel:  # every rows event of the workload converts (its zero values are in another test)
-                assert kernel_events and all(ok for _how, ok in kernel_events), (name, options, kernel_events)
+            # every rows event of the workload converts in the kernel (its zero values are in another test)
+            assert kernel_events and all(ok for _how, ok in kernel_events), (name, options, kernel_events)
             assert sum(len(b) for b in fast) > 0
             for other in (python, slow):
                 assert [b.num_rows for b in fast] == [b.num_rows for b in other], (name, options)

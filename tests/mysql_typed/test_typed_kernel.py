@@ -2,8 +2,8 @@
 
 Both paths read the same binlog MySQL wrote (the Sakila sample database, in the fixtures, so this also runs in the
 AddressSanitizer pass), and the same binlog with bytes flipped inside rows events: the batches must be equal,
-error rows included. The kernel path is forced on even under ``SPARK_LOGSOURCE_PURE_PYTHON=1`` when it is built,
-so that the pure-Python pass compares the two as well. The real-server typed workloads are compared the same way
+error rows included. Each side is chosen by the twin harness (``tests/support/twins.py``), the kernel path even
+under ``SPARK_LOGSOURCE_PURE_PYTHON=1``. The real-server typed workloads are compared the same way
 in ``test_table_view.py``.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import typed_kernel, typed_rows
-from spark_logsource.native import pure_python_forced
 from tests.support.mysql_typed import count_kernel_events
+from tests.support.twins import activate
 
-KERNEL_BUILT = typed_kernel._kernel is not None
+pytestmark = pytest.mark.differential  # C against Python in each test: not again in the pure-Python pass
+
 #: Sakila tables with most of its column types (decimal, year, enum, set, text, blob, timestamp, geometry).
 FUZZED_TABLES = ("film", "address", "customer", "staff", "store", "language")
 
@@ -40,7 +40,7 @@ def _batches(path: Path, table: str, kernel: bool, monkeypatch: pytest.MonkeyPat
     """view=table's batches of ``sakila.<table>``, by the kernel path or the Python reference; ``counts`` as
     :func:`count_kernel_events` fills it."""
     with monkeypatch.context() as patch:
-        patch.setattr(typed_rows, "kernel_available", lambda: kernel and KERNEL_BUILT)
+        activate("c" if kernel else "python", patch)
         if counts is not None:
             count_kernel_events(patch, counts)
         return list(spark_logsource.iter_batches("mysql-binlog", str(path), view="table", table=f"sakila.{table}",
@@ -55,8 +55,6 @@ def _assert_same(a: list[Any], b: list[Any], where: Any) -> None:
 
 def test_every_sakila_table_converts_in_the_kernel(sakila: tuple[Path, list[dict[str, Any]]],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    if not KERNEL_BUILT:
-        pytest.fail("the MySQL kernel is not built: pip install -e . with a C compiler")
     path, changes = sakila
     tables = sorted({r["table"] for r in changes})
     assert len(tables) == 16
@@ -68,8 +66,7 @@ def test_every_sakila_table_converts_in_the_kernel(sakila: tuple[Path, list[dict
         _assert_same(kernel, _batches(path, table, False, monkeypatch), table)
         assert sum(len(b) for b in kernel) == sum(r["table"] == table for r in changes)
         runs += sum(how == "run" for how, _ok in counts)
-    # runs of rows events go to the kernel in one call (not under the pure-Python switch: the walk reads no runs)
-    assert runs > 0 or pure_python_forced()
+    assert runs > 0  # runs of rows events go to the kernel in one call
 
 
 def _rows_events(path: Path, changes: list[dict[str, Any]], table: str) -> Iterator[tuple[int, int]]:
@@ -112,5 +109,5 @@ def test_a_transaction_past_the_buffer_is_cut_as_the_reference_cuts_it(
     monkeypatch.setattr(transactions, "MAX_PENDING_ROWS", 300)
     counts: list[tuple[str, bool]] = []
     kernel = _batches(path, "rental", True, monkeypatch, counts, batchSize=batch_size)
-    assert ("run", True) in counts or pure_python_forced()
+    assert ("run", True) in counts
     _assert_same(kernel, _batches(path, "rental", False, monkeypatch, batchSize=batch_size), batch_size)

@@ -8,12 +8,15 @@ the two implementations give the same lists (no expected value is written here).
 from __future__ import annotations
 
 import msgpack
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_logsource.tarantool import rows
-from spark_logsource.tarantool._kernel import decode_payload as decode_payload_c
 from tests.support.tarantool_columns import builder_decoder
+from tests.support.twins import compiled
+
+pytestmark = pytest.mark.differential  # C against Python in each test: not again in the pure-Python pass
 
 decode_columns_c = builder_decoder("c")
 decode_columns_py = builder_decoder("python")
@@ -54,6 +57,7 @@ def insert_row(tuple_bytes: bytes) -> bytes:
 @given(st.lists(values, min_size=1, max_size=3))
 def test_maps_with_repeated_keys_encode_the_same_in_c_and_python(fields) -> None:
     payload = insert_row(bytes([0x90 | len(fields)]) + b"".join(fields))
+    decode_payload_c = compiled("spark_logsource.tarantool._kernel").decode_payload
     for fmt in ("variant", "json", "msgpack"):
         expected = rows.decode_payload_py(payload, fmt, "gen", 0)
         assert decode_payload_c(payload, fmt, "gen", 0) == expected

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
-
 import msgpack
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_logsource.errors import OptionError, SourceError
 from spark_logsource.registry import format_class
 from spark_logsource.tarantool.client import Endpoint, PacketBuffer, Secret
 from spark_logsource.tarantool.live import make_offset, parse_offset
+from tests.support.twins import Twin
 
 FORMAT = "tarantool-replication"
 
@@ -78,16 +77,23 @@ _bodies = st.none() | st.dictionaries(st.sampled_from([0x10, 0x21, 0x20]),
                                       st.integers(0, 1 << 20) | st.binary(max_size=300), max_size=3)
 
 
-def test_the_c_framer_is_built() -> None:
-    from spark_logsource.tarantool import client
+def test_the_framer_is_the_twins(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """take_rows runs the C framer on the "c" twin (so the property below tests it), the reference on "python"."""
+    frames = twin.kernel("spark_logsource.tarantool._frames")
+    calls: list[str] = []
+    monkeypatch.setattr(PacketBuffer, "take_rows_py", lambda *args, **kwargs: calls.append("python"))
+    buffer = PacketBuffer("tarantool://test:1")
+    buffer.feed(_packet({0: 2, 1: 1}, {0x10: 512}))
+    out, bounds = bytearray(), []
+    buffer.take_rows(out, bounds, limit=7)
+    assert calls == ([] if frames else ["python"])
+    assert (len(bounds), len(out)) == ((1, bounds[0]) if frames else (0, 0))
 
-    assert client._frames is not None or os.environ.get("SPARK_LOGSOURCE_PURE_PYTHON") == "1"
 
-
-@pytest.mark.parametrize("impl", ["c", "python"])
-@settings(max_examples=200, deadline=None)
+# the twin is chosen once per test; each generated example starts from a fresh PacketBuffer
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(_headers, _bodies), min_size=1, max_size=30), st.lists(st.integers(1, 400), max_size=40))
-def test_framer_gives_every_packet_whatever_the_chunking(impl: str, packets: list, cuts: list[int]) -> None:
+def test_framer_gives_every_packet_whatever_the_chunking(twin: Twin, packets: list, cuts: list[int]) -> None:
     """Property test of our own framer (both twins): fed in arbitrary chunks, take_rows + next give every packet
     once, in order, and take_rows' rows equal the packet without its sync entry."""
     wire = b"".join(_packet(h, b) for h, b in packets)
@@ -103,7 +109,7 @@ def test_framer_gives_every_packet_whatever_the_chunking(impl: str, packets: lis
         buffer.feed(chunk)
         while True:
             out, bounds = bytearray(), []
-            (buffer.take_rows if impl == "c" else buffer.take_rows_py)(out, bounds, limit=7)
+            buffer.take_rows(out, bounds, limit=7)
             start = 0
             for end in bounds:
                 unpacker = msgpack.Unpacker(strict_map_key=False)

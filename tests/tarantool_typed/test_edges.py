@@ -5,7 +5,7 @@ decimal(38,18); integers around 2^53 in a double column and beyond int64 in a bi
 -0.0; decimal arithmetic replayed by ``view=state``.  The oracles are the server's own: ``xlog.pairs()`` for
 ``view=space`` and ``box.space.edges:select()`` for ``view=state``; which values fit is restated by
 ``tests.support.tarantool_typed.fits`` with exact arithmetic.  Every Arrow API test runs on the C kernel and on
-the Python reference (``SPARK_LOGSOURCE_PURE_PYTHON=1``).
+the Python reference (the ``twin`` fixture).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import msgpack
 import pytest
 
 import spark_logsource
-from spark_logsource.native import PURE_PYTHON_ENV, import_kernel
 from spark_logsource.tarantool.columns import KernelColumnBuilder, PyColumnBuilder, column_builder
 from tests.support.oracle.tarantool_xlog import dump_file, expected_row, unpack
 from tests.support.servers.tarantool import TarantoolError, WorkloadResult, run_script
 from tests.support.tarantool_typed import fits, plain_row, row_mismatches
+from tests.support.twins import Twin
 
 WORKLOAD = Path(__file__).resolve().parent / "workload_edges.lua"
 #: The value of issue #24: 12 integer digits, which the fit check refused (a 28-digit context).
@@ -47,17 +47,11 @@ def server(edges: WorkloadResult) -> tuple[dict[int, list[Any]], list[dict[str, 
     return {t[0]: t for t in tuples}, fmt
 
 
-@pytest.fixture(params=["kernel", "python"])
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+@pytest.fixture
+def impl(twin: Twin) -> Twin:
     """The decoder the reads of the test use: the C kernel, or the Python reference."""
-    if request.param == "python":
-        monkeypatch.setenv(PURE_PYTHON_ENV, "1")
-        assert isinstance(column_builder("msgpack"), PyColumnBuilder)
-    else:
-        monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
-        assert import_kernel("spark_logsource.tarantool._kernel") is not None, "the tarantool kernel is not built"
-        assert isinstance(column_builder("msgpack"), KernelColumnBuilder)
-    return request.param
+    assert isinstance(column_builder("msgpack"), KernelColumnBuilder if twin.is_c else PyColumnBuilder)
+    return twin
 
 
 def _misfits(tup: list[Any], fmt: list[dict[str, Any]]) -> list[str]:
