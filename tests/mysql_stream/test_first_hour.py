@@ -5,10 +5,8 @@ live, a misspelt option, a port that is not MySQL, a silent port)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +17,7 @@ import spark_logsource
 from spark_logsource.errors import OptionError, SourceError
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
 from tests.support.cli_follow import REPO
+from tests.support.servers.standin import FakeServer
 from tests.support.waiting import until
 
 pytestmark = [pytest.mark.server]
@@ -93,37 +92,9 @@ def test_a_misspelt_required_option_gets_did_you_mean(tmp_path: Any) -> None:
         spark_logsource.read("mysql-binlog", str(tmp_path), view="table", tabel="shop.orders")
 
 
-class _FakeServer:
-    """A loopback TCP server sending ``greeting`` to each client (nothing when empty), keeping it open."""
-
-    def __init__(self, greeting: bytes) -> None:
-        self.greeting = greeting
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.clients: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.clients.append(client)
-            if self.greeting:
-                client.sendall(self.greeting)
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.clients:
-            c.close()
-
-
 @pytest.fixture
-def fake(request: pytest.FixtureRequest) -> Iterator[_FakeServer]:
-    server = _FakeServer(request.param)
+def fake(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    server = FakeServer(request.param)
     yield server
     server.close()
 
@@ -133,7 +104,7 @@ TARANTOOL_GREETING = (b"Tarantool 2.6.0 (Binary) 3b5fa01f-0000-4000-8000-0000000
 
 
 @pytest.mark.parametrize("fake", [TARANTOOL_GREETING], indirect=True, ids=["tarantool"])
-def test_a_tarantool_port_is_named_as_such(fake: _FakeServer) -> None:
+def test_a_tarantool_port_is_named_as_such(fake: FakeServer) -> None:
     with pytest.raises(SourceError) as info:
         list(spark_logsource.follow("mysql-replication", f"mysql://cdc@127.0.0.1:{fake.port}", password="pw",
                                     stop_when_idle=True, reconnectTimeout=0))
@@ -144,7 +115,7 @@ def test_a_tarantool_port_is_named_as_such(fake: _FakeServer) -> None:
 
 
 @pytest.mark.parametrize("fake", [b""], indirect=True, ids=["silent"])
-def test_a_silent_port_says_no_greeting(fake: _FakeServer) -> None:
+def test_a_silent_port_says_no_greeting(fake: FakeServer) -> None:
     began = time.monotonic()
     with pytest.raises(SourceError) as info:
         list(spark_logsource.follow("mysql-replication", f"mysql://cdc@127.0.0.1:{fake.port}", password="pw",

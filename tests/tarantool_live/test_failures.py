@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import pickle
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import spark_logsource
 from spark_logsource.errors import AuthenticationError, DataLossError, SourceError
 from spark_logsource.registry import format_class
 from spark_logsource.tarantool.live import make_offset
+from tests.support.servers.standin import FakeServer
 from tests.support.servers.tarantool_live import NOPERM_PASSWORD, NOPERM_USER, PASSWORD, USER, LiveTarantool
 from tests.support.tarantool_live import directory_rows, make_stream, read_range, strip
 from tests.support.waiting import until
@@ -75,35 +75,6 @@ def test_password_never_in_reprs_rows_logs_or_pickled_slices(live_server: LiveTa
 
 
 # --- servers that are not Tarantool, or stop answering ------------------------------------------------------------
-class FakeServer:
-    """A TCP server on loopback that sends ``reply`` to every client (then keeps the connection open)."""
-
-    def __init__(self, reply: bytes) -> None:
-        self.reply = reply
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.clients: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.clients.append(client)
-            if self.reply:
-                client.sendall(self.reply)
-
-    def close(self) -> None:
-        self.sock.close()
-        for c in self.clients:
-            c.close()
-
-
 @pytest.fixture
 def fake_server(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
     server = FakeServer(request.param)

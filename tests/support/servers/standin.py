@@ -1,7 +1,11 @@
-"""A stand-in on a stopped server's port: it accepts each connection and closes it at once, counting them.
+"""Stand-ins for servers, on loopback.
 
-What a client meets while a database restarts behind a proxy or a load balancer, and a state a test can wait
-for: "the client has tried to reconnect at least N times" (instead of sleeping and hoping it did).
+:class:`PortStandIn` takes a stopped server's port: it accepts each connection and closes it at once, counting
+them. What a client meets while a database restarts behind a proxy or a load balancer, and a state a test can
+wait for: "the client has tried to reconnect at least N times" (instead of sleeping and hoping it did).
+
+:class:`FakeServer` is a server of another kind, or a silent one: it sends the same bytes (or nothing) to every
+client and keeps the connection open.
 """
 
 from __future__ import annotations
@@ -59,3 +63,33 @@ class PortStandIn:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class FakeServer:
+    """A TCP server on ``127.0.0.1`` (a free port) that sends ``reply`` to every client (nothing when empty) and
+    keeps the connection open until :meth:`close`."""
+
+    def __init__(self, reply: bytes) -> None:
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.clients: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, name="fake-server", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            self.clients.append(client)
+            if self.reply:
+                client.sendall(self.reply)
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.clients:
+            c.close()
