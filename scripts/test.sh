@@ -11,19 +11,22 @@ bash scripts/setup.sh --system
 export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/python -m ruff check .
 .venv/bin/python -m mypy
+# A pass that hangs (a JVM or a server that never answers) is ended with its log shown, well inside CI's 90 minutes
+# (a quiet run takes about a quarter of these).
+PASS_LIMIT=1800 SUITE_LIMIT=2700
 if (($#)); then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
 # Two single-process passes side by side (one core each): the pure-Python decoders, and the compiled kernels'
 # tests under AddressSanitizer (scripts/asan.sh).
 asan_log="$(mktemp)" py312_log="$(mktemp)" deploy_log="$(mktemp)"
-bash scripts/asan.sh >"$asan_log" 2>&1 &
+timeout -k 60 "$PASS_LIMIT" bash scripts/asan.sh >"$asan_log" 2>&1 &
 asan_pid=$!
 # Python 3.12 and the deployment groups beside them: mostly waiting (pip, JVMs starting), their CPU fills the gaps
-bash scripts/py312.sh >"$py312_log" 2>&1 &
+timeout -k 60 "$PASS_LIMIT" bash scripts/py312.sh >"$py312_log" 2>&1 &
 py312_pid=$!
-{ .venv/bin/python -m pytest -q -p no:cacheprovider -m cluster tests/deploy &&
-  .venv/bin/python -m pytest -q -p no:cacheprovider -m connect tests/deploy; } >"$deploy_log" 2>&1 &
+{ timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m cluster tests/deploy &&
+  timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m connect tests/deploy; } >"$deploy_log" 2>&1 &
 deploy_pid=$!
 # set -e holds inside a trap too: every command here must succeed
 trap 'for p in "$asan_pid" "$py312_pid" "$deploy_pid"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null ||
@@ -34,7 +37,7 @@ pure_rc=0
 # out (tests/conftest.py): they ran both twins already; this pass is for code that picks its implementation itself.
 # tests/mysql_stream is not here: its live client hands events to the same decoders as tests/mysql, and its tests
 # cost minutes of waiting on servers.
-SPARK_LOGSOURCE_PURE_PYTHON=1 .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
+SPARK_LOGSOURCE_PURE_PYTHON=1 timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
   tests/kernels tests/tarantool tests/tarantool_live tests/tarantool_typed tests/mysql tests/mysql_typed \
   tests/memcached || pure_rc=$?
 asan_rc=0 py312_rc=0 deploy_rc=0
@@ -62,4 +65,4 @@ fi
 rm -f "$asan_log" "$py312_log" "$deploy_log"
 trap - EXIT
 echo "test: the whole suite with the compiled kernels" >&2
-exec .venv/bin/python -m pytest -q -p no:cacheprovider
+exec timeout -k 60 "$SUITE_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider

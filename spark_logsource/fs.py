@@ -160,8 +160,16 @@ def resolve(path: str) -> tuple[pafs.FileSystem, str]:
 
 
 def display_name(uri: str) -> str:
-    """``uri`` without its query string (S3 settings, possibly credentials): what the ``file`` column shows."""
-    return uri.split("?", 1)[0] if is_uri(uri) else uri
+    """``uri`` without its query string (S3 settings, possibly credentials) and with any secret of its authority
+    (``abfs://container:KEY@account...``) masked: what the ``file`` column, logs and errors show."""
+    if not is_uri(uri):
+        return uri
+    scheme, sep, rest = uri.split("?", 1)[0].partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if at and ":" in userinfo:
+        authority = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    return f"{scheme}{sep}{authority}{slash}{path}"
 
 
 def _remote_call(loc: Location, path: str, call: Callable[[], Any]) -> Any:

@@ -9,6 +9,7 @@ URI scheme of a live target, else by ``sniff`` on the first files found under th
 from __future__ import annotations
 
 import argparse
+import getpass
 import logging
 import os
 import posixpath
@@ -154,7 +155,8 @@ def given_password(args: argparse.Namespace) -> str | None:
     """The password of ``--password-stdin`` (read once), else of ``SPARK_LOGSOURCE_PASSWORD``, else None."""
     if getattr(args, "password_stdin", False):
         if not hasattr(args, "_stdin_password"):
-            line = sys.stdin.readline()
+            # typed at a terminal: not echoed (getpass); piped: the first line, as docker login --password-stdin
+            line = getpass.getpass("password: ") + "\n" if sys.stdin.isatty() else sys.stdin.readline()
             if not line:
                 raise OptionError("--password-stdin", "stdin is empty: expected the password on its first line")
             args._stdin_password = line.rstrip("\r\n")

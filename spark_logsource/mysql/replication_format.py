@@ -47,6 +47,15 @@ LIVE_OPTIONS = ("uri", "password", "serverId", "endingPosition", "heartbeatInter
 DEFAULT_SERVER_ID = 4_200_000_000
 
 
+def other_server(source: str, where: str, was: tuple[str, int | None, str | None],
+                 now: tuple[str, int, str | None]) -> SourceError:
+    """The error for a server that answers in place of the one a position belongs to (a failover): binlog file
+    positions are one server's own, so reading on would give another server's events at those offsets."""
+    return SourceError(source, where, f"another server answers now (server_id {now[1]}, was {was[1]}): a binlog "
+                                      "file position does not carry over to another server; start a new query "
+                                      "from the GTID state of its last offset (startingPosition=gtid:...)")
+
+
 @dataclass(frozen=True, slots=True)
 class LiveSlice:
     """Events of binlog ``file`` from ``start`` (a transaction boundary) to ``stop``, dumped as replica
@@ -69,16 +78,29 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
     machine: TransactionMachine | None = None
     reached = slice_.start >= slice_.stop
     resume = slice_.start  # the next event to read: where a reconnect resumes the dump
+    # Events fed since ``resume`` that carry no position of their own (MariaDB 11.4+ writes log_pos 0 inside a
+    # transaction): a dump resumed at ``resume`` sends them again, and they must not be fed twice.
+    unpositioned = 0
     where = f"{slice_.file}:{slice_.start}"
     backoff = settings.reconnect.backoff()
+    source_id: tuple[str, int, str | None] | None = None
     while not reached:
         try:
             with ReplicationClient(settings, verify_checksums=options.common.verify_checksums) as client:
+                identity = client.identity()
+                if source_id is None:
+                    source_id = identity
+                elif identity != source_id:
+                    raise other_server(settings.source, f"{slice_.file}:{resume}", source_id, identity)
+                skip = unpositioned
                 for item in client.dump(slice_.file, resume, slice_.server_id):
                     if item.file != slice_.file:
                         reached = True  # the file ended (ROTATE): nothing of it is left
                         break
                     ev = item.event
+                    if skip:
+                        skip -= 1  # fed before the connection was lost
+                        continue
                     where = f"{slice_.file}:{ev.next_pos}"
                     if ev.pos >= slice_.stop:
                         reached = True
@@ -94,6 +116,7 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
                         reached = True
                         break
                     resume = ev.next_pos
+                    unpositioned = 0 if ev.log_pos else unpositioned + 1
                     if backoff.tries:
                         backoff.succeeded()  # reading again: a later loss gets the whole timeout anew
                     if view.full():
@@ -275,8 +298,14 @@ class ReplicationStream(LogStream):
 
     def _latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         with self.fmt.client() as client:
+            here = BinlogPosition.from_offset(start)
+            identity = client.identity()
+            if (here.server_id is not None and identity[1] != here.server_id) or \
+                    (here.server_uuid is not None and identity[2] != here.server_uuid):
+                raise other_server(self.fmt.settings.source, here.describe(),
+                                   (here.kind, here.server_id, here.server_uuid), identity)
             logs = client.binary_logs()
-            cur = self._resolve(BinlogPosition.from_offset(start), logs)
+            cur = self._resolve(here, logs)
             file, pos, gtid = client.master_status()
             names = [name for name, _size in logs]
             if cur.file not in names:

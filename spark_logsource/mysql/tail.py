@@ -285,7 +285,7 @@ class BinlogDirStream(LogStream):
         path = display_name(slice_.uri)
         try:
             source = open_input(slice_.uri)
-        except (OSError, FileNotFoundError):
+        except FileNotFoundError:  # not any OSError: a storage failure (credentials, network) is no data loss
             self._data_loss(f"{slice_.name}:{slice_.start} (the file was removed before it was read)")
             return
         with source, BinlogFile(source, path, verify_checksums=self.read_options.common.verify_checksums) as bf:

@@ -302,6 +302,7 @@ class _RangeReader:
         snapshot_pending = self.slice.snapshot
         try:
             while snapshot_pending or self.pending:
+                subscribed_at: str | None = None  # the vclock received when SUBSCRIBE was answered
                 try:
                     conn = self._open(conn)
                     if snapshot_pending:
@@ -310,7 +311,7 @@ class _RangeReader:
                         if not self.pending:
                             break
                     self._subscribe(conn)
-                    backoff.succeeded()
+                    subscribed_at = vclock_text(self.received)
                     yield from self._stream(conn)
                 except ConnectionLost as exc:
                     if snapshot_pending and self._snapshot_started:
@@ -318,6 +319,10 @@ class _RangeReader:
                                           f"connection lost during the snapshot ({exc.reason}); the snapshot "
                                           "cannot be resumed, the task must be retried") from None
                     conn = self._close(conn)
+                    if subscribed_at is not None and vclock_text(self.received) != subscribed_at:
+                        # rows came since the last loss: this one gets the whole timeout anew (a server that
+                        # answers SUBSCRIBE and drops every connection does not reset it)
+                        backoff.succeeded()
                     backoff.failed(exc, f"reading; resuming at vclock {vclock_text(self.received)}")
                 except XlogGapError as exc:
                     conn = self._close(conn)

@@ -150,7 +150,7 @@ def decimal_cell(value: Decimal) -> Decimal | None:
 
     Integer arithmetic on the digits and exponent only: Decimal arithmetic (``quantize``, ``abs``, ``scaleb``)
     rounds to the thread's context, 28 digits by default, which a 38-digit value exceeds.  Trailing zeros beyond
-    scale 18 are dropped (``0.1000000000000000000000`` fits), a negative exponent is expanded (``1E+5``), and the
+    scale 18 are dropped (``0.1000000000000000000000`` fits), a positive exponent is expanded (``1E+5``), and the
     sign of a zero is not kept (Arrow's decimal has no -0).
     """
     if not value.is_finite():

@@ -223,3 +223,15 @@ def test_empty_directory_warns_it_holds_nothing(tmp_path: Path, caplog) -> None:
         assert list_files([str(tmp_path)]) == []
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and str(tmp_path) in warnings[0] and "no file" in warnings[0]
+
+
+def test_a_secret_in_a_uri_is_never_shown() -> None:
+    """An account key in a URI's authority (``abfs://container:KEY@account``) or a query string is masked in what
+    the file column, logs and errors show; a path that merely holds ``:`` and ``@`` is left as it is."""
+    from spark_logsource.fs import display_name
+
+    assert display_name("abfs://c:KEY@acct.dfs.core.windows.net/x/y?sas=TOKEN") == \
+        "abfs://c:***@acct.dfs.core.windows.net/x/y"
+    assert display_name("s3://bucket/a:b@c/d?secret_key=S") == "s3://bucket/a:b@c/d"
+    assert display_name("abfss://c@acct/x") == "abfss://c@acct/x"
+    assert display_name("/local/a:b@c") == "/local/a:b@c"

@@ -59,3 +59,16 @@ def test_live_binlog_the_server_does_not_have(stream_server: Any) -> None:
                                     stop_when_idle=True, startingPosition=json.dumps({"file": "nosuch-bin.000001",
                                                                                       "pos": 4})))
     assert f"mysql://127.0.0.1:{stream_server.port}" in str(info.value)
+
+
+def test_live_position_of_another_server_is_an_error_naming_both(stream_server: Any) -> None:
+    """A failover puts another server behind the URI: a binlog file position is one server's own, so the stream
+    stops naming both servers instead of reading the new one's events at the old one's offsets."""
+    name, _size = _closed_file(stream_server)
+    own = int(stream_server.query("SELECT @@server_id")[0][0])
+    start = {"kind": "mariadb", "server_id": own + 1000, "file": name, "pos": 4}
+    with pytest.raises(SourceError, match="another server answers now") as info:
+        list(spark_logsource.follow("mysql-replication", stream_server.uri, password=CDC_PASSWORD,
+                                    stop_when_idle=True, startingPosition=json.dumps(start)))
+    text = str(info.value)
+    assert f"server_id {own}, was {own + 1000}" in text and f"mysql://127.0.0.1:{stream_server.port}" in text

@@ -143,7 +143,11 @@ def stream_into_parquet(spark: Any, tmp_path: Path, timeout: float = 300.0) -> S
     """``readStream`` of a WAL directory that a real Tarantool writes into, into Parquet (Spark's exactly-once
     file sink); the query is stopped after its first rows and restarted on the same checkpoint while the writer
     goes on, then runs until every row of the finished directory is written."""
-    writer = start_writer(tmp_path / "wal", total=300, period=0.01, snapshot_every=100)
+    # The writer holds at its first snapshot (transaction 100 of 300) until the first query has stopped, so that
+    # query can never have every row before the restart, however fast or slow the machine is.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    writer = start_writer(tmp_path / "wal", total=300, period=0.01, snapshot_every=100, snapshot_gate=gate)
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def stream() -> Any:
@@ -165,6 +169,8 @@ def stream_into_parquet(spark: Any, tmp_path: Path, timeout: float = 300.0) -> S
         before = _parquet_count(spark, out, schema)
         query = start()
         try:
+            for k in (1, 2, 3):  # the writer's snapshots after transactions 100, 200 and 300 wait for these
+                (gate / f"go-{k}").touch()
             writer.finish()
             expected = batch_reader_rows(writer.xlogs())
             _wait(lambda: _parquet_count(spark, out, schema) >= len(expected), timeout, "every row in the sink", query)
