@@ -16,6 +16,7 @@ from spark_logsource.errors import UnavailableError
 from tests.mysql_stream.conftest import CDC_PASSWORD, Writer
 from tests.support.servers.mariadb import _free_port
 from tests.support.servers.standin import PortStandIn
+from tests.support.waiting import expect
 
 pytestmark = [pytest.mark.server]
 
@@ -24,14 +25,6 @@ KEYS = ("pos", "row_index", "database", "table", "op", "gtid", "xid", "before", 
 
 def _key(row: dict) -> tuple:
     return (row["file"].rsplit("/", 1)[-1], *(row[k] for k in KEYS))
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.spark
@@ -57,7 +50,7 @@ def test_a_running_query_rides_through_a_server_restart(spark: Any, stream_serve
              .trigger(processingTime="200 milliseconds").start())
     try:
         with Writer(stream_server, seed=41, pause=0.01):
-            _wait(lambda: len(sunk()) > 20, 120, "rows before the restart")
+            expect(lambda: len(sunk()) > 20, 120, "rows before the restart")
         stream_server.stop()
         with PortStandIn(stream_server.port) as stand_in:
             # the query's next trigger reaches the port: it has tried (and failed) at least once
@@ -70,7 +63,7 @@ def test_a_running_query_rides_through_a_server_restart(spark: Any, stream_serve
         names = [p.name for p in stream_server.binlog_files()]
         files = [str(stream_server.binlog_dir / n) for n in names[names.index(first_file):]]
         want = [_key(r) for r in spark_logsource.read("mysql-binlog", files, rowFormat="json").to_pylist()]
-        _wait(lambda: len(sunk()) >= len(want) or not query.isActive, 180, "the query to catch up")
+        expect(lambda: len(sunk()) >= len(want) or not query.isActive, 180, "the query to catch up")
         assert query.isActive, query.exception()
     finally:
         query.stop()

@@ -28,3 +28,9 @@ def until(check: Callable[[], bool], timeout: float = STATE_TIMEOUT, *, alive: C
             return True
         time.sleep(interval)
     return check()
+
+
+def expect(check: Callable[[], bool], timeout: float, what: str) -> None:
+    """:func:`until` ``check`` holds, else an AssertionError naming ``what`` was awaited."""
+    if not until(check, timeout, interval=0.1):
+        raise AssertionError(f"timed out waiting for {what}")

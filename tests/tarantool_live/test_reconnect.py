@@ -18,6 +18,7 @@ from spark_logsource.errors import OptionError, UnavailableError
 from tests.support.servers.standin import PortStandIn
 from tests.support.servers.tarantool_live import PASSWORD, USER, LiveTarantool, free_port
 from tests.support.tarantool_live import directory_rows
+from tests.support.waiting import expect
 
 pytestmark = [pytest.mark.server]
 
@@ -36,14 +37,6 @@ def restartable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTarant
 def _write(server: LiveTarantool, base: int, transactions: int) -> None:
     server.eval(f"for t = 0, {transactions - 1} do box.begin() for i = 1, 3 do "
                 f"box.space.t:replace{{{base} + t * 3 + i, 'restart'}} end box.commit() end")
-
-
-def _wait(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.spark
@@ -69,7 +62,7 @@ def test_a_running_query_rides_through_a_server_restart(spark: Any, restartable:
              .trigger(processingTime="200 milliseconds").start())
     try:
         _write(restartable, 10_000, 40)
-        _wait(lambda: len(sunk()) >= 120, 120, "rows before the restart")
+        expect(lambda: len(sunk()) >= 120, 120, "rows before the restart")
         restartable.stop()
         with PortStandIn(restartable.port) as stand_in:
             assert stand_in.wait_for(2), "the query never tried to reconnect"
@@ -78,7 +71,7 @@ def test_a_running_query_rides_through_a_server_restart(spark: Any, restartable:
         _write(restartable, 20_000, 40)
         end = restartable.vclock()
         want = [tuple(r[k] for k in KEYS) for r in directory_rows(restartable.directory, start, end, "json")]
-        _wait(lambda: len(sunk()) >= len(want) or not query.isActive, 180, "the query to catch up")
+        expect(lambda: len(sunk()) >= len(want) or not query.isActive, 180, "the query to catch up")
         assert query.isActive, query.exception()
     finally:
         query.stop()

@@ -14,7 +14,22 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 
+
+def serve(sock: socket.socket, on_client: Callable[[socket.socket], None], name: str) -> threading.Thread:
+    """A daemon thread handing each connection ``sock`` accepts to ``on_client``, until ``sock`` is closed."""
+    def loop() -> None:
+        while True:
+            try:
+                client, _ = sock.accept()
+            except OSError:
+                return
+            on_client(client)
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    return thread
 
 class PortStandIn:
     """Listens on ``127.0.0.1:port`` until :meth:`close`; :attr:`accepted` counts the connections it closed."""
@@ -33,17 +48,11 @@ class PortStandIn:
                 time.sleep(0.05)
         self.sock.listen(16)
         self.accepted = 0
-        self._thread = threading.Thread(target=self._serve, name="port-stand-in", daemon=True)
-        self._thread.start()
+        self._thread = serve(self.sock, self._closed, "port-stand-in")
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            client.close()
+    def _closed(self, client: socket.socket) -> None:
+        self.accepted += 1
+        client.close()
 
     def wait_for(self, count: int, timeout: float = 120.0) -> bool:
         """Whether ``count`` connections came within ``timeout`` seconds."""
@@ -76,18 +85,12 @@ class FakeServer:
         self.sock.listen(8)
         self.port = self.sock.getsockname()[1]
         self.clients: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, name="fake-server", daemon=True)
-        self.thread.start()
+        self.thread = serve(self.sock, self._greet, "fake-server")
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            self.clients.append(client)
-            if self.reply:
-                client.sendall(self.reply)
+    def _greet(self, client: socket.socket) -> None:
+        self.clients.append(client)
+        if self.reply:
+            client.sendall(self.reply)
 
     def close(self) -> None:
         self.sock.close()
