@@ -1,5 +1,7 @@
-"""Spark auto-registration entry point for the ``mysql-replication`` format (Spark imports ``pyspark_*``)."""
+"""Spark's auto-registration entry point for the ``mysql-replication`` format (Spark imports ``pyspark_*`` modules)."""
 
-from spark_logsource.readers.mysql_replication import MysqlReplicationDataSource as DefaultSource
+from spark_logsource.spark.sources import data_source
+
+DefaultSource = data_source("mysql-replication")
 
 __all__ = ["DefaultSource"]

@@ -1,5 +1,8 @@
-"""Spark auto-registration entry point for the ``tarantool-replication`` format (Spark imports ``pyspark_*``)."""
+"""Spark's auto-registration entry point for the ``tarantool-replication`` format (Spark imports
+``pyspark_*`` modules)."""
 
-from spark_logsource.readers.tarantool_replication import TarantoolReplicationDataSource as DefaultSource
+from spark_logsource.spark.sources import data_source
+
+DefaultSource = data_source("tarantool-replication")
 
 __all__ = ["DefaultSource"]

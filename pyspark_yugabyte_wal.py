@@ -1,5 +1,7 @@
 """Spark's auto-registration entry point for the ``yugabyte-wal`` format (Spark imports ``pyspark_*`` modules)."""
 
-from spark_logsource.readers.yugabyte_wal import YugabyteWalDataSource as DefaultSource
+from spark_logsource.spark.sources import data_source
+
+DefaultSource = data_source("yugabyte-wal")
 
 __all__ = ["DefaultSource"]

@@ -111,7 +111,10 @@ setup(
                  # tests/deploy runs a Spark Connect session (remote("local[2]")): its client needs grpcio & co.
                  "pyspark[connect]>=4.0",
                  # tests/core/test_install.py builds the wheel and the sdist offline (no build isolation)
-                 "setuptools>=68", "wheel>=0.40"],
+                 "setuptools>=68", "wheel>=0.40",
+                 # the CDC recipes' tests MERGE changes into a real Delta table without a JVM (delta-spark needs
+                 # Maven jars at run time): delta-rs' Python binding, kept by the Delta Lake project
+                 "deltalake>=1.0"],
         # notebooks/: the change-rate plot is drawn with matplotlib (on Databricks it is preinstalled)
         "notebooks": ["pyspark>=4.0", "pandas>=2.2,<3", "matplotlib>=3.7"],
         "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],

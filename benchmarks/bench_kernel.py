@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_logsource.tarantool import columns
-from spark_logsource.tarantool.blocks import Block, BlockScanner
-from spark_logsource.tarantool.meta import read_meta
+from spark_logsource.tarantool.decode import columns
+from spark_logsource.tarantool.xlog.blocks import Block, BlockScanner
+from spark_logsource.tarantool.xlog.meta import read_meta
 
 log = logging.getLogger("bench_kernel")
 

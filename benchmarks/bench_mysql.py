@@ -286,7 +286,7 @@ def spark_noop_decoding_free(path: Path, parts: int, cache_dir: Path) -> Callabl
 
     import spark_logsource
     from spark_logsource.api import make_format
-    from spark_logsource.readers.schema import spark_schema
+    from spark_logsource.spark.schema import spark_schema
 
     arrow_path = cache_dir / f"{path.name}.batches.arrow"
     if not arrow_path.exists():
@@ -593,7 +593,7 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
               "⁴ CPU seconds of mariadb-binlog over ours, in the same repetition: steadier than wall time on a shared "
               "machine (one process each; python-mysql-replication's excludes the server's). "
               "⁵ the table's own typed columns (`docs/formats/mysql-typed.md`), converted by the compiled kernel "
-              "(`mysql/typed_kernel.py`)."]
+              "(`mysql/table/kernel.py`)."]
     return "\n".join(lines)
 
 

@@ -30,10 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from spark_logsource.mysql.events import BinlogEvent, BinlogFile  # noqa: E402
-from spark_logsource.mysql.rows import decode_rows_event  # noqa: E402
-from spark_logsource.mysql.rows_encode import KERNEL_AVAILABLE, encode_rows_event_c, encode_rows_event_py  # noqa: E402
-from spark_logsource.mysql.tablemap import TableMap, decode_table_map  # noqa: E402
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile  # noqa: E402
+from spark_logsource.mysql.decode.rows import decode_rows_event  # noqa: E402
+from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map  # noqa: E402
+from spark_logsource.mysql.encode.images import KERNEL_AVAILABLE, encode_rows_event_c, encode_rows_event_py  # noqa: E402
 
 log = logging.getLogger("bench_mysql_kernel")
 

@@ -67,7 +67,7 @@ def latest_offset_costs(path: Path, repeat: int) -> dict[str, float]:
 
     s = stream()
     head = s.latest_offset(s.initial_offset(), ReadBudget())
-    from spark_logsource.tarantool.meta import read_meta
+    from spark_logsource.tarantool.xlog.meta import read_meta
 
     before_last = sorted(path.glob("*.xlog"))[-2]
     with open(before_last, "rb") as f:

@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 from local_spark import spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
 
 from spark_logsource.registry import format_class  # noqa: E402
-from spark_logsource.tarantool.live import make_offset  # noqa: E402
+from spark_logsource.tarantool.stream.live import make_offset  # noqa: E402
 from tests.support.servers.tarantool_live import LiveTarantool  # noqa: E402
 
 log = logging.getLogger("bench_tarantool_live")

@@ -25,7 +25,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from spark_logsource.api import iter_batches  # noqa: E402
-from spark_logsource.fs import open_input  # noqa: E402
+from spark_logsource.io.fs import open_input  # noqa: E402
 from spark_logsource.yugabyte.reader import walk_segment  # noqa: E402
 from spark_logsource.yugabyte.segment import EntryScanner, RawBatch, open_segment, segment_window  # noqa: E402
 
@@ -103,13 +103,12 @@ def arrow(directory: Path, view: str) -> tuple[float, int]:
 
 def spark(directory: Path, view: str) -> tuple[float, int]:
     from pyspark.sql import SparkSession
-
-    from spark_logsource.readers.yugabyte_wal import YugabyteWalDataSource
+    from spark_logsource.spark.sources import data_source
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                .config("spark.driver.memory", "2g").getOrCreate())
-    session.dataSource.register(YugabyteWalDataSource)
+    session.dataSource.register(data_source("yugabyte-wal"))
     df = session.read.format("yugabyte-wal").option("view", view).option("includeSuperseded", "true") \
         .option("maxPartitionBytes", str(64 << 20)).load(str(directory))
     start = time.perf_counter()

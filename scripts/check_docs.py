@@ -2,7 +2,7 @@
 
 In README.md, CONTRIBUTING.md, docs/ and benchmarks/README.md: every relative Markdown link names a file of the
 repository, and every file path in backquotes that names a place of ours (``spark_logsource/...``, ``tests/...``, or
-a package folder such as ``mysql/events.py``, which the docs cite relative to ``spark_logsource/``) exists. Bare
+a package folder such as ``mysql/binlog/events.py``, which the docs cite relative to ``spark_logsource/``) exists. Bare
 file names (``events.py``) are not checked: the docs also cite the databases' and pyspark's own files that way; nor
 is ``owner/name`` without a file suffix, another project's repository (``tarantool/tarantool``), nor a placeholder
 (``spark_logsource/<db>/``). Prints each dangling reference as ``doc:line: target``; exits 1 when there is one.

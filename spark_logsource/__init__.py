@@ -55,6 +55,6 @@ __all__ = [
 
 def register(spark: Any) -> None:
     """Register every format of this package on ``spark`` (a SparkSession)."""
-    from spark_logsource.readers import register_all
+    from spark_logsource.spark import register_all
 
     register_all(spark)

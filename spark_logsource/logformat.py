@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.fs import FileEntry, list_files
+from spark_logsource.io.fs import FileEntry, list_files
 from spark_logsource.options import CommonOptions, OptionMap
 
 if TYPE_CHECKING:

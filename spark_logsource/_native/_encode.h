@@ -1,7 +1,7 @@
 /*
  * Primitives shared by the compiled kernels (tarantool/_kernel.c, mysql/_kernel.c): Spark Variant headers,
- * Variant integers and strings, and JSON string literals, written exactly as spark_logsource.variant and
- * spark_logsource.jsontext write them (their docstrings hold the canonical rules).
+ * Variant integers and strings, and JSON string literals, written exactly as spark_logsource.arrow.variant and
+ * spark_logsource.arrow.jsontext write them (their docstrings hold the canonical rules).
  *
  * Variant layout: Apache Spark common/variant/README.md (= Parquet VariantEncoding.md). A value header byte is
  * basic_type | value_header << 2; primitives carry their type id in value_header.
@@ -75,7 +75,7 @@ typedef struct {
 
 /* The metadata of a dictionary of `count` distinct keys in byte order, `total` bytes together, appended to meta:
  * the header byte (version 1, sorted, offset size), the count, count + 1 offsets, the key bytes; the count and the
- * offsets take the fewest bytes that hold both. No keys: variant.py's EMPTY_METADATA (01 00 00, not "sorted").
+ * offsets take the fewest bytes that hold both. No keys: arrow/variant.py's EMPTY_METADATA (01 00 00, not "sorted").
  * 0, -1 out of memory, 1 when they would need more than 4 bytes. */
 static inline int ls_variant_metadata(ls_buf *meta, const ls_key *keys, size_t count, uint64_t total)
 {

@@ -1,7 +1,7 @@
 /*
  * JSON text -> Spark Variant (value, metadata), byte for byte what
- *     spark_logsource.variant.encode_variant(json.JSONDecoder(parse_float=decimal.Decimal).decode(text))
- * gives: the typed view's conversion of a MariaDB JSON value (mysql/table_schema.py conv_json + to_variant).
+ *     spark_logsource.arrow.variant.encode_variant(json.JSONDecoder(parse_float=decimal.Decimal).decode(text))
+ * gives: the typed view's conversion of a MariaDB JSON value (mysql/table/layout.py conv_json + to_variant).
  *
  * The rules this code relies on are in docs/formats/mysql-typed.md ("JSON text as a Variant"): the JSON grammar of
  * Python's json module (whitespace " \t\n\r", numbers -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][-+]?[0-9]+)?, strict
@@ -251,7 +251,7 @@ static int jv_number(jv_in *in, jv_node *node)
         return JV_OK;
     }
     /* Decimal(text): coefficient = the digits without leading zeros ((0,) for zero), exponent shifted by the
-     * fraction digits; variant.py _decimal: precision and scale from those, beyond 38 digits a string */
+     * fraction digits; arrow/variant.py _decimal: precision and scale from those, beyond 38 digits a string */
     long exp = exponent - (long)nfrac;
     int ndig = sig ? sig : 1;
     long precision, scale;
@@ -480,7 +480,7 @@ static int jv_cmp_member(const void *a, const void *b)
 static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out);
 
 /* Container node i: children into out (object members by field id), then its head in front of them. Ids and
- * offsets take the fewest bytes that hold them (variant.py's small form is the case where that is one byte). */
+ * offsets take the fewest bytes that hold them (arrow/variant.py's small form is the case where that is one byte). */
 static int jv_container(jv_ctx *c, uint32_t i, ls_buf *out)
 {
     jv_node node = *jv_at(c, i);
@@ -558,7 +558,7 @@ static int jv_encode(jv_ctx *c, uint32_t i, ls_buf *out)
     case JN_INT:
         if (node->num >= INT64_MIN && node->num <= INT64_MAX)
             return ls_variant_int(out, (int64_t)node->num) ? JV_NOMEM : JV_OK;
-        /* variant.py _int: above int64, decimal16 with scale 0 (38 digits at most: the parser's limit) */
+        /* arrow/variant.py _int: above int64, decimal16 with scale 0 (38 digits at most: the parser's limit) */
         if (ls_buf_byte(out, VH_DECIMAL16) || ls_buf_byte(out, 0) || ls_buf_le(out, (uint64_t)node->num, 8) ||
             ls_buf_le(out, (uint64_t)((unsigned __int128)node->num >> 64), 8))
             return JV_NOMEM;

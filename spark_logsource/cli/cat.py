@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from spark_logsource.cli.formats import add_format_flags, add_password_flags, pick_format, reader_options
 from spark_logsource.cli.output import BATCH_FORMATS, json_columns, require_output_format, write_batch
-from spark_logsource.fs import display_name
+from spark_logsource.io.fs import display_name
 from spark_logsource.options import ParseMode
 from spark_logsource.registry import format_names
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_logsource.errors import LogSourceError, OptionError
-from spark_logsource.fs import display_name, list_files, open_input
+from spark_logsource.io.fs import display_name, list_files, open_input
 from spark_logsource.logformat import CliFlag, LogFormat
 from spark_logsource.registry import FORMATS, format_class, format_names
 

@@ -21,11 +21,11 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from spark_logsource.arrowcols import variant_type
+from spark_logsource.arrow.columns import variant_type
+from spark_logsource.arrow.jsontext import JsonEncodeError, datetime_text, to_json
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import LogSourceError
-from spark_logsource.jsontext import JsonEncodeError, datetime_text, to_json
 from spark_logsource.logformat import LogFormat
-from spark_logsource.variant import decode_variant
 
 #: Renderings of Arrow batches (``cat --format``, ``follow --output``).
 BATCH_FORMATS = ("json", "yaml")
@@ -154,7 +154,7 @@ def write_batch(out: IO[str], batch: pa.RecordBatch, fmt: str, json_cols: frozen
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON of a result value: decimals as exact numbers (:func:`~spark_logsource.jsontext.to_json`);
+    """Compact JSON of a result value: decimals as exact numbers (:func:`~spark_logsource.arrow.jsontext.to_json`);
     a type JSON has no rendering for as its text."""
     try:
         return to_json(value)

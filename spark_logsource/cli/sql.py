@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Any
 
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.cli.formats import add_password, add_password_flags, uri_scheme, warn_password_on_command_line
 from spark_logsource.cli.output import json_text, plain, write_table
 from spark_logsource.errors import OptionError
 from spark_logsource.registry import format_class
-from spark_logsource.variant import decode_variant
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -52,7 +52,7 @@ def _view_options(pairs: list[str]) -> dict[str, dict[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     # Spark is needed by this subcommand only; the session lives with the Spark layer
-    from spark_logsource.readers.local_session import local_spark
+    from spark_logsource.spark.local_session import local_spark
 
     with local_spark("spark-logsource sql", args.master, args.pushdown) as spark:
         options = _view_options(args.option)

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError, DecodeError, OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.fs import FileEntry, display_name, open_input
+from spark_logsource.io.fs import FileEntry, display_name, open_input
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.memcached.capture import iter_capture_batches
 from spark_logsource.memcached.client import ConnectSpec, TapConnection, TapEndpoint, dump_chunks, parse_tap_uri

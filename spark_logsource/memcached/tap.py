@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_logsource.arrowcols import array_from_parts, string_column
+from spark_logsource.arrow.columns import array_from_parts, string_column
 from spark_logsource.errors import CorruptDataError, DecodeError
 from spark_logsource.memcached.protocol import (
     HEADER_SIZE,

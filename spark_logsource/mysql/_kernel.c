@@ -1,5 +1,5 @@
 /*
- * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.rows_encode.encode_rows_event_py, and
+ * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.encode.images.encode_rows_event_py, and
  * of view=table's conversion of the decoded values into typed columns (typed_kernel.py; _typed.h).
  *
  *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
@@ -17,8 +17,8 @@
  * encode_rows decodes the row images of one rows event (data[pos:] holds them back to back: mysql-server
  * sql/rpl_record.cc unpack_row; docs/formats/mysql-binlog.md "Rows events"): per image a NULL bitmap over the PRESENT columns,
  * then the values of the present non-NULL columns. Each image becomes either compact JSON text (the text
- * spark_logsource.jsontext.to_json gives the row dict of rows.py) or a Spark Variant value (the bytes
- * spark_logsource.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is
+ * spark_logsource.arrow.jsontext.to_json gives the row dict of rows.py) or a Spark Variant value (the bytes
+ * spark_logsource.arrow.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is
  * computed once per plan by encode_variant itself in rows_encode.py).
  *
  * One concern per file (_kernel.h names them): this one is the module, its exception classes and the errors every

@@ -1,4 +1,4 @@
-"""Compiled twin of :func:`spark_logsource.mysql.rows_encode.encode_rows_event_py` and of view=table's typed
+"""Compiled twin of :func:`spark_logsource.mysql.encode.images.encode_rows_event_py` and of view=table's typed
 conversion (``_kernel.c``, ``_typed.h``; see ``typed_kernel.py``)."""
 
 from typing import Any

@@ -4,8 +4,8 @@
  *
  * Value layouts (the byte rules values.py implements; mysql-server sql/field.cc Field_*::pack, mysys/my_time.cc
  * my_datetime_packed_from_binary / my_time_packed_from_binary / my_timestamp_from_binary, strings/decimal.cc
- * bin2decimal), and the Python value each one is, which fixes its Variant / JSON form (variant.py and
- * jsontext.py docstrings):
+ * bin2decimal), and the Python value each one is, which fixes its Variant / JSON form (arrow/variant.py and
+ * arrow/jsontext.py docstrings):
  *   integers: little-endian 1/2/3/4/8 bytes, signed unless SIGNEDNESS says unsigned -> int;
  *   FLOAT (4 bytes, widened exactly) / DOUBLE (8) -> float; NEWDECIMAL -> Decimal with the column's scale;
  *   DATE (3 bytes LE: day 5 bits, month 4, year the rest) -> date, or "YYYY-MM-DD" when invalid;
@@ -75,7 +75,7 @@ static int emit_uint(mk_ctx *x, ls_buf *b, uint64_t v)
         char num[24];
         return put_ascii(b, num, (size_t)u64_text(num, v));
     }
-    /* Above int64: decimal16 with scale 0 (variant.py rule 2). */
+    /* Above int64: decimal16 with scale 0 (arrow/variant.py rule 2). */
     if (ls_buf_reserve(b, 18))
         return nomem();
     uint8_t *d = b->data + b->len;

@@ -2,7 +2,7 @@
  * Typed columns of view=table, in C: one decoded value -> one cell of an Arrow column of the table's own type.
  *
  * The value arrives as the Spark Variant primitive the row kernel (_kernel_values.c mk_emit_value) writes for it,
- * which is exactly encode_variant() of the Python value mysql/values.py decodes (the twin rule of rows_encode.py). So
+ * which is exactly encode_variant() of the Python value mysql/decode/values.py decodes (the twin rule of rows_encode.py). So
  * the checks here are table_schema._base_converter's checks, made on the Variant type instead of the Python type:
  * int <-> Variant int8..int64 (and decimal16 with scale 0 above int64), float <-> double, Decimal <-> decimal4/8/16,
  * date <-> date, naive datetime <-> timestamp_ntz, aware datetime <-> timestamp, str <-> string, bytes <-> binary.

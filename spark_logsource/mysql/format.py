@@ -27,17 +27,17 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.fs import FileEntry, display_name, list_files, locate, open_input
+from spark_logsource.io.fs import FileEntry, display_name, list_files, locate, open_input
 from spark_logsource.logformat import CliFlag, LogFormat, Split
-from spark_logsource.mysql.event_types import EVENT_TYPE_NAMES
-from spark_logsource.mysql.events import is_gzip
-from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
-from spark_logsource.mysql.stream_options import parse_stream_options
-from spark_logsource.mysql.table_options import parse_table_options
+from spark_logsource.mysql.binlog.event_types import EVENT_TYPE_NAMES
+from spark_logsource.mysql.binlog.events import is_gzip
+from spark_logsource.mysql.read.reader import BinlogReadOptions, binlog_schema, iter_file_batches
+from spark_logsource.mysql.stream.options import parse_stream_options
+from spark_logsource.mysql.table.options import parse_table_options
 from spark_logsource.options import OptionMap
 
 if TYPE_CHECKING:
-    from spark_logsource.mysql.typed_rows import TableView
+    from spark_logsource.mysql.table.rows import TableView
     from spark_logsource.streaming.stream import LogStream
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class MysqlBinlogFormat(LogFormat):
             event_types=_event_types(opts),
             include_query=opts.boolean("includeQuery", False),
         )
-        #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.tail`.
+        #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.stream.tail`.
         self.stream_options = parse_stream_options(opts)
 
     def stream(self) -> LogStream:  # a BinlogDirStream here; the replication format's subclass has its own
@@ -148,14 +148,14 @@ class MysqlBinlogFormat(LogFormat):
             raise OptionError("view", "view=table is available in batch reads only for now (spark.read, "
                                       "spark_logsource.read, spark-logsource cat); a stream reads view=changes "
                                       "or view=events")
-        from spark_logsource.mysql.tail import BinlogDirStream
+        from spark_logsource.mysql.stream.tail import BinlogDirStream
 
         return BinlogDirStream(self)
 
     def table_view(self) -> TableView:
         """The ``view=table`` reader (:mod:`.typed_rows`), built once, on the driver."""
         if self._table_view is None:
-            from spark_logsource.mysql.typed_rows import TableView
+            from spark_logsource.mysql.table.rows import TableView
 
             assert self.table_options is not None
             self._table_view = TableView(self, self.table_options)

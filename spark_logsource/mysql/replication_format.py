@@ -25,14 +25,14 @@ import pyarrow as pa
 
 from spark_logsource.errors import DataLossError, EncryptedBinlogError, OptionError, SourceError, UnavailableError
 from spark_logsource.filters import Predicate
-from spark_logsource.fs import FileEntry
+from spark_logsource.io.fs import FileEntry
 from spark_logsource.logformat import Split
-from spark_logsource.mysql.client import ConnectionSettings, ReplicationClient, parse_uri
 from spark_logsource.mysql.format import MysqlBinlogFormat
 from spark_logsource.mysql.position import FILE_START, BinlogPosition, binlog_number, parse_starting_position
-from spark_logsource.mysql.read_options import BinlogReadOptions
-from spark_logsource.mysql.transactions import TransactionMachine
-from spark_logsource.mysql.views import ViewWriter
+from spark_logsource.mysql.read.options import BinlogReadOptions
+from spark_logsource.mysql.read.transactions import TransactionMachine
+from spark_logsource.mysql.read.views import ViewWriter
+from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient, parse_uri
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.dirtail import past_end
 from spark_logsource.streaming.retry import RECONNECT_OPTION, parse_reconnect

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from spark_logsource.arrowcols import variant_field
+from spark_logsource.arrow.columns import variant_field
 from spark_logsource.errors import OptionError
 
 __all__ = ["CHANGES_COLUMNS", "EVENTS_COLUMNS", "TIMESTAMP_TYPE", "binlog_schema"]

@@ -48,7 +48,7 @@ typedef struct {
     acol c[A_COUNT];
 } acols;
 
-/* Does column `col` count towards the batch byte cap (spark_logsource.batching: values and messages)? */
+/* Does column `col` count towards the batch byte cap (spark_logsource.arrow.batching: values and messages)? */
 static inline int ac_counted(int col) { return col >= A_KEY; }
 
 static inline int ac_width(int col) { return A_KIND[col] == AK_I64 ? 8 : A_KIND[col] == AK_I32 ? 4 : 1; }
@@ -192,7 +192,7 @@ static void ac_truncate(acols *s, size_t rows, uint64_t bytes)
 }
 
 /* How many leading rows form the next batch: at most max_rows and max_bytes counted bytes, at least one row
- * (spark_logsource.batching.cut_batches, applied row by row). */
+ * (spark_logsource.arrow.batching.cut_batches, applied row by row). */
 static size_t ac_batch_rows(const acols *s, size_t max_rows, uint64_t max_bytes)
 {
     if (s->rows <= max_rows && s->bytes <= max_bytes)

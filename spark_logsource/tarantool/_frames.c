@@ -1,5 +1,5 @@
 /*
- * C twin of PacketBuffer._take_rows_py (spark_logsource/tarantool/client.py): the hot loop of the live
+ * C twin of PacketBuffer._take_rows_py (spark_logsource/tarantool/stream/client.py): the hot loop of the live
  * Tarantool reader. Both must give the same result for every input (tests/tarantool_live compares them).
  *
  * take_rows(buf, pos, limit, max_packet, out, bounds) -> (new_pos, stopped_at_other)

@@ -1,6 +1,6 @@
 /*
- * msgpack value -> compact JSON text, identical to spark_logsource.jsontext.to_json applied to the Python
- * value msgpack-python + spark_logsource.tarantool.mpext would decode (rules: jsontext's module docstring).
+ * msgpack value -> compact JSON text, identical to spark_logsource.arrow.jsontext.to_json applied to the Python
+ * value msgpack-python + spark_logsource.tarantool.decode.mpext would decode (rules: jsontext's module docstring).
  * Strings are escaped as json.encoder.encode_basestring does (\" \\ \n \r \t \b \f, other controls as
  * \u00xx, everything else kept), floats use Python's repr, NaN/Infinity become strings, bin becomes base64,
  * map keys become jsontext.key_text. Maps whose keys collide after conversion, invalid UTF-8, Tarantool ext

@@ -1,5 +1,5 @@
 /*
- * spark_logsource.tarantool._kernel: the compiled twin of spark_logsource.tarantool.rows.decode_payload_py.
+ * spark_logsource.tarantool._kernel: the compiled twin of spark_logsource.tarantool.decode.rows.decode_payload_py.
  *
  *     decode_payload(payload, tuple_format, path, block_offset) -> dict[str, list]
  *     ColumnBuilder(tuple_format): add_payload(payload, path, block_offset), add_corrupt(block_offset, message),
@@ -25,7 +25,7 @@
 
 /* ---- module-level state (created once at import; _kernel.h) ---- */
 PyObject *tt_CorruptDataError;   /* spark_logsource.errors.CorruptDataError */
-PyObject *tt_names_module;       /* spark_logsource.tarantool.names */
+PyObject *tt_names_module;       /* spark_logsource.tarantool.decode.names */
 PyObject *tt_type_name_cache[256];
 const char *tt_type_text_cache[256]; /* UTF-8 of type_name_cache (owned by those objects) */
 Py_ssize_t tt_type_len_cache[256];
@@ -90,7 +90,7 @@ int tt_convert_py_error(decoder *d)
 }
 
 
-/* ---- names (spark_logsource.tarantool.names) ---- */
+/* ---- names (spark_logsource.tarantool.decode.names) ---- */
 
 PyObject *tt_call_names(const char *func, PyObject *a, PyObject *b)
 {
@@ -144,7 +144,7 @@ static PyMethodDef kernel_methods[] = {
 static struct PyModuleDef kernel_module = {
     PyModuleDef_HEAD_INIT,
     "spark_logsource.tarantool._kernel",
-    "Compiled decoder of Tarantool xlog/snap block payloads (see spark_logsource.tarantool.rows).",
+    "Compiled decoder of Tarantool xlog/snap block payloads (see spark_logsource.tarantool.decode.rows).",
     -1,
     kernel_methods,
     NULL,
@@ -163,7 +163,7 @@ static int init_state(void)
     Py_DECREF(errors);
     if (tt_CorruptDataError == NULL)
         return -1;
-    tt_names_module = PyImport_ImportModule("spark_logsource.tarantool.names");
+    tt_names_module = PyImport_ImportModule("spark_logsource.tarantool.decode.names");
     if (tt_names_module == NULL)
         return -1;
     for (int code = 0; code < 256; code++) {

@@ -88,7 +88,7 @@ typedef struct {
 
 /* ---- _kernel.c: module-level state (created once at import) ---- */
 extern PyObject *tt_CorruptDataError;   /* spark_logsource.errors.CorruptDataError */
-extern PyObject *tt_names_module;       /* spark_logsource.tarantool.names */
+extern PyObject *tt_names_module;       /* spark_logsource.tarantool.decode.names */
 extern const char *tt_type_text_cache[256]; /* UTF-8 of the type names (owned by the name cache) */
 extern Py_ssize_t tt_type_len_cache[256];
 extern PyObject *tt_empty_metadata;     /* b"\x01\x00\x00" */

@@ -1,5 +1,6 @@
-"""Compiled twin of :func:`spark_logsource.tarantool.rows.decode_payload_py` (``_kernel.c``), and its column builder
-(twin of :class:`spark_logsource.tarantool.columns.PyColumnBuilder`)."""
+"""Compiled twin of :func:`spark_logsource.tarantool.decode.rows.decode_payload_py` (``_kernel.c``), and its column
+builder
+(twin of :class:`spark_logsource.tarantool.decode.columns.PyColumnBuilder`)."""
 
 import builtins
 from collections.abc import Callable

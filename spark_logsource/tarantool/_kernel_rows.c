@@ -283,7 +283,7 @@ static PyObject *build_result(decoder *d, size_t nrows)
 const char tt_decode_payload_doc[] = PyDoc_STR(
              "decode_payload(payload, tuple_format, path, block_offset) -> dict[str, list]\n\n"
              "The rows of one Tarantool block payload as equal-length column lists; same contract and output as\n"
-             "spark_logsource.tarantool.rows.decode_payload_py. Malformed rows raise\n"
+             "spark_logsource.tarantool.decode.rows.decode_payload_py. Malformed rows raise\n"
              "CorruptDataError(path, block_offset, 'row N at payload byte P: ...').");
 
 PyObject *tt_decode_payload(PyObject *self, PyObject *args)

@@ -6,8 +6,8 @@
 #include "_kernel.h"
 
 static PyObject *py_unpacker;        /* rows._unpacker (lazy: rows imports this module) */
-static PyObject *py_encode_variant;  /* spark_logsource.tarantool.rows.variant_of (lazy) */
-static PyObject *py_to_json;         /* spark_logsource.jsontext.to_json (lazy) */
+static PyObject *py_encode_variant;  /* spark_logsource.tarantool.decode.rows.variant_of (lazy) */
+static PyObject *py_to_json;         /* spark_logsource.arrow.jsontext.to_json (lazy) */
 
 /* ---- the Python path for single values ---- */
 
@@ -15,14 +15,14 @@ static int load_python_path(void)
 {
     if (py_unpacker != NULL)
         return 0;
-    PyObject *rows = PyImport_ImportModule("spark_logsource.tarantool.rows");
+    PyObject *rows = PyImport_ImportModule("spark_logsource.tarantool.decode.rows");
     if (rows == NULL)
         return -1;
     PyObject *unpacker = PyObject_GetAttrString(rows, "_unpacker");
     /* rows.variant_of: encode_variant, with strings of invalid UTF-8 turned into binary (the reference's rule) */
     PyObject *encode = unpacker ? PyObject_GetAttrString(rows, "variant_of") : NULL;
     Py_DECREF(rows);
-    PyObject *jsontext = encode ? PyImport_ImportModule("spark_logsource.jsontext") : NULL;
+    PyObject *jsontext = encode ? PyImport_ImportModule("spark_logsource.arrow.jsontext") : NULL;
     PyObject *to_json = jsontext ? PyObject_GetAttrString(jsontext, "to_json") : NULL;
     Py_XDECREF(jsontext);
     if (to_json == NULL) {

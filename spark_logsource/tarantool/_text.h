@@ -1,6 +1,6 @@
 /*
  * Transcoding state (tc_ctx) of the JSON and Variant transcoders of _kernel.c, and the text a msgpack map key
- * becomes (spark_logsource.jsontext.key_text). The generic text helpers are in ../_native/_text.h.
+ * becomes (spark_logsource.arrow.jsontext.key_text). The generic text helpers are in ../_native/_text.h.
  */
 #ifndef SPARK_LOGSOURCE_TEXT_H
 #define SPARK_LOGSOURCE_TEXT_H

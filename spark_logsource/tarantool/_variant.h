@@ -1,11 +1,11 @@
 /*
- * msgpack value -> Spark Variant (value, metadata), byte-identical to spark_logsource.variant.encode_variant
- * applied to the Python value msgpack-python + spark_logsource.tarantool.mpext would decode.
+ * msgpack value -> Spark Variant (value, metadata), byte-identical to spark_logsource.arrow.variant.encode_variant
+ * applied to the Python value msgpack-python + spark_logsource.tarantool.decode.mpext would decode.
  *
  * Layout: Apache Spark common/variant/README.md (= Parquet VariantEncoding.md); the canonical choices
  * (smallest int width, uint64 above int64 -> decimal16 scale 0, float32/64 -> double, short string < 64 bytes,
  * objects sorted by key bytes with values in that order and last duplicate winning, smallest id/offset
- * sizes, is_large only above 255 elements, sorted metadata dictionary) are the rules in variant.py's
+ * sizes, is_large only above 255 elements, sorted metadata dictionary) are the rules in arrow/variant.py's
  * docstring. Two passes: collect every map key (converted to text as jsontext.key_text does) to build the
  * metadata dictionary, then encode with the field ids. Values the C code does not render itself (Tarantool
  * ext types other than uuid, invalid UTF-8, map/array keys, nesting deeper than TC_MAX_DEPTH) return

@@ -30,17 +30,17 @@ import pyarrow as pa
 
 from spark_logsource.errors import LogSourceError, OptionError
 from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
-from spark_logsource.fs import FileEntry, display_name, open_input
+from spark_logsource.io.fs import FileEntry, display_name, open_input
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.stream import LogStream
-from spark_logsource.tarantool.names import REQUEST_TYPES
-from spark_logsource.tarantool.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
-from spark_logsource.tarantool.tail import TarantoolDirStream, parse_stream_options
+from spark_logsource.tarantool.decode.names import REQUEST_TYPES
+from spark_logsource.tarantool.read.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
+from spark_logsource.tarantool.stream.tail import TarantoolDirStream, parse_stream_options
 
 if TYPE_CHECKING:
-    from spark_logsource.tarantool.space_view import SpaceView
-    from spark_logsource.tarantool.state import StateView
+    from spark_logsource.tarantool.table.space_view import SpaceView
+    from spark_logsource.tarantool.table.state import StateView
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class TarantoolXlogFormat(LogFormat):
     def typed(self) -> SpaceView | StateView:
         """The ``view=space`` / ``view=state`` reader (``space_view.py``, ``state.py``), built once, on the driver."""
         if self._typed is None:
-            from spark_logsource.tarantool.typed_views import make_typed_view
+            from spark_logsource.tarantool.table.views import make_typed_view
 
             assert self.typed_view is not None  # asked for by the methods a view= read reaches
             self._typed = make_typed_view(self, self.typed_view)

@@ -34,15 +34,15 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate, filter_batches
-from spark_logsource.fs import FileEntry
+from spark_logsource.io.fs import FileEntry
 from spark_logsource.logformat import LogFormat, Split
 from spark_logsource.net import Secret
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.retry import parse_reconnect
-from spark_logsource.tarantool.client import MAX_PACKET_BYTES, Endpoint
 from spark_logsource.tarantool.format import TUPLE_FORMATS, TarantoolXlogFormat, row_filters
-from spark_logsource.tarantool.live import LiveSlice, LiveStream, parse_offset
-from spark_logsource.tarantool.reader import xlog_schema
+from spark_logsource.tarantool.read.reader import xlog_schema
+from spark_logsource.tarantool.stream.client import MAX_PACKET_BYTES, Endpoint
+from spark_logsource.tarantool.stream.live import LiveSlice, LiveStream, parse_offset
 
 _NAMED_POSITIONS = ("latest", "earliest", "snapshot")
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_logsource.errors import DecodeError
+from spark_logsource.yugabyte.catalog import TableSchema
 from spark_logsource.yugabyte.proto import uuid_text
-from spark_logsource.yugabyte.schema import TableSchema
 
 __all__ = ["DocKey", "decode_doc_key", "decode_pairs", "decode_value"]
 

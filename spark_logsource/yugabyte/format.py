@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
-from spark_logsource.fs import FileEntry, display_name, list_files
+from spark_logsource.io.fs import FileEntry, display_name, list_files
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.yugabyte.messages import OP_TYPES

@@ -29,16 +29,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_logsource.arrowcols import variant_array, variant_field
+from spark_logsource.arrow.columns import variant_array, variant_field
+from spark_logsource.arrow.jsontext import to_json
+from spark_logsource.arrow.variant import encode_variant
 from spark_logsource.errors import CorruptDataError, DecodeError
 from spark_logsource.filters import Predicate, apply_predicates
-from spark_logsource.fs import display_name, open_input
-from spark_logsource.jsontext import to_json
+from spark_logsource.io.fs import display_name, open_input
 from spark_logsource.options import CommonOptions
-from spark_logsource.variant import encode_variant
+from spark_logsource.yugabyte.catalog import SchemaCatalog
 from spark_logsource.yugabyte.docdb import decode_pairs
 from spark_logsource.yugabyte.messages import BatchRecord, EntryRecord, decode_batch, has_schema_change
-from spark_logsource.yugabyte.schema import SchemaCatalog
 from spark_logsource.yugabyte.segment import (
     EncryptedWalError,
     EntryScanner,

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError, SourceError
 from spark_logsource.filters import filter_batches
-from spark_logsource.fs import FileEntry, display_name, list_files, open_input
+from spark_logsource.io.fs import FileEntry, display_name, list_files, open_input
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming import dirtail
 from spark_logsource.streaming.dirtail import (

@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_logsource.arrowcols import array_from_parts, repeated_strings, variant_from_parts, variant_type
+from spark_logsource.arrow.columns import array_from_parts, repeated_strings, variant_from_parts, variant_type
 
 
 @settings(max_examples=300, deadline=None)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_logsource.batching import ChunkBuffer, cut_batches
+from spark_logsource.arrow.batching import ChunkBuffer, cut_batches
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 import spark_logsource
-from spark_logsource.arrowcols import variant_type
+from spark_logsource.arrow.columns import variant_type
 from spark_logsource.cli import build_parser, main
 from spark_logsource.cli.formats import add_format_flags, live_format, registered_formats, sniff_format
 from spark_logsource.logformat import CliFlag, LogFormat

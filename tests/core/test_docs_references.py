@@ -1,5 +1,5 @@
 """The documentation names files that exist (``scripts/check_docs.py``, run by ``make docs``): relative links, and
-the paths of ours it cites in backquotes, such as ``mysql/events.py``."""
+the paths of ours it cites in backquotes, such as ``mysql/binlog/events.py``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_the_check_finds_a_dangling_reference(tmp_path: Path) -> None:
     repository name (``tarantool/tarantool``), a web link and a file that exists are not."""
     doc = tmp_path / "page.md"
     doc.write_text("see [streaming](missing.md) and [the site](https://example.org/x.md)\n"
-                   "the framer is `mysql/events.py`, the decoder `mysql/no_such_module.py`\n"
+                   "the framer is `mysql/binlog/events.py`, the decoder `mysql/no_such_module.py`\n"
                    "upstream: `tarantool/tarantool`, `spark_logsource/nowhere/`\n")
     assert list(_checker().dangling(doc)) == [(1, "missing.md"), (2, "mysql/no_such_module.py"),
                                               (3, "spark_logsource/nowhere/")]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_logsource.fs import PathNotFoundError, display_name, list_files, open_input
+from spark_logsource.io.fs import PathNotFoundError, display_name, list_files, open_input
 from tests.support.waiting import STATE_TIMEOUT
 
 
@@ -133,7 +133,7 @@ def test_s3_directory_glob_and_read(s3_endpoint: str) -> None:
 
 # --- what Databricks and Hadoop users write, and errors that say what to set (issue #21) ------------------------
 def test_dbfs_and_s3a_spellings_name_what_pyarrow_opens() -> None:
-    from spark_logsource.fs import normalize_path
+    from spark_logsource.io.fs import normalize_path
 
     assert normalize_path("dbfs:/mnt/logs/wal") == "/dbfs/mnt/logs/wal"
     assert normalize_path("dbfs:///Volumes/main/logs") == "/dbfs/Volumes/main/logs"
@@ -207,19 +207,19 @@ def test_azure_without_credentials_is_our_error_naming_what_to_set(monkeypatch: 
 def test_directory_of_sub_directories_warns_they_were_not_searched(tree: Path, caplog) -> None:
     (tree / "a.xlog").unlink()
     (tree / "b.snap").unlink()
-    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+    with caplog.at_level("WARNING", logger="spark_logsource.io.fs"):
         assert list_files([str(tree)], accept_name=lambda n: n.endswith(".xlog")) == []
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1
     assert str(tree) in warnings[0] and "recursiveFileLookup" in warnings[0] and "sub" in warnings[0]
     caplog.clear()
-    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+    with caplog.at_level("WARNING", logger="spark_logsource.io.fs"):
         assert len(list_files([str(tree)], accept_name=lambda n: n.endswith(".xlog"), recursive=True)) == 2
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
 
 
 def test_empty_directory_warns_it_holds_nothing(tmp_path: Path, caplog) -> None:
-    with caplog.at_level("WARNING", logger="spark_logsource.fs"):
+    with caplog.at_level("WARNING", logger="spark_logsource.io.fs"):
         assert list_files([str(tmp_path)]) == []
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and str(tmp_path) in warnings[0] and "no file" in warnings[0]
@@ -228,7 +228,7 @@ def test_empty_directory_warns_it_holds_nothing(tmp_path: Path, caplog) -> None:
 def test_a_secret_in_a_uri_is_never_shown() -> None:
     """An account key in a URI's authority (``abfs://container:KEY@account``) or a query string is masked in what
     the file column, logs and errors show; a path that merely holds ``:`` and ``@`` is left as it is."""
-    from spark_logsource.fs import display_name
+    from spark_logsource.io.fs import display_name
 
     assert display_name("abfs://c:KEY@acct.dfs.core.windows.net/x/y?sas=TOKEN") == \
         "abfs://c:***@acct.dfs.core.windows.net/x/y"

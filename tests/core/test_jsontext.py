@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spark_logsource.arrow.jsontext import JsonEncodeError, int_text, key_text, to_json
+from spark_logsource.arrow.variant import decode_variant, encode_variant
 from spark_logsource.errors import LogSourceError
-from spark_logsource.jsontext import JsonEncodeError, int_text, key_text, to_json
-from spark_logsource.variant import decode_variant, encode_variant
 
 plain_json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

@@ -1,4 +1,4 @@
-"""Variant encoding: the canonical rules of spark_logsource.variant, checked with pyspark's own variant reader
+"""Variant encoding: the canonical rules of spark_logsource.arrow.variant, checked with pyspark's own variant reader
 (pyspark.sql.variant_utils.VariantUtils, an implementation independent of ours) and against the byte layout
 of Spark's common/variant/README.md."""
 
@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.variant_utils import VariantUtils
 
+from spark_logsource.arrow.variant import EMPTY_METADATA, VariantEncodeError, decode_variant, encode_variant
 from spark_logsource.errors import CorruptDataError, LogSourceError
-from spark_logsource.variant import EMPTY_METADATA, VariantEncodeError, decode_variant, encode_variant
 
 UTC = datetime.UTC
 PLUS2 = datetime.timezone(datetime.timedelta(hours=2))

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from spark_logsource import native
-from spark_logsource.mysql import rows_encode
+from spark_logsource.mysql.encode import images as rows_encode
 
 
 def test_pure_python_switch_bypasses_a_built_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,8 +35,8 @@ def test_chosen_pure_python_does_not_warn(monkeypatch: pytest.MonkeyPatch, caplo
 
 
 @pytest.mark.parametrize(("module", "prefixes", "count"), [
-    ("rows_encode", ("K_", "CS_"), 21),  # the plan compiler: value kinds and charsets of _kernel.c
-    ("typed_kernel", ("S_", "T_"), 26),  # view=table's conversions: enum tk_source / tk_target of _typed.h
+    ("encode.images", ("K_", "CS_"), 21),  # the plan compiler: value kinds and charsets of _kernel.c
+    ("table.kernel", ("S_", "T_"), 26),  # view=table's conversions: enum tk_source / tk_target of _typed.h
 ])
 def test_mysql_kernel_constants_match_python(module: str, prefixes: tuple[str, ...], count: int) -> None:
     """The numbers the Python side speaks to the MySQL kernel are the ones the kernel exports."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from spark_logsource.readers.memcached_tap import MemcachedTapDataSource
+from spark_logsource.spark.sources import data_source
+
 from tests.memcached.replay import ReplayServer, load_recording
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memcached-tap"
@@ -14,7 +15,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memcached-tap"
 def test_spark_batch_read_of_captures(spark) -> None:
     import spark_logsource
 
-    spark.dataSource.register(MemcachedTapDataSource)
+    spark.dataSource.register(data_source("memcached-tap"))
     df = spark.read.format("memcached-tap").load(str(FIXTURES / "*.tap"))
     assert [f.name for f in df.schema.fields][:6] == ["source", "offset", "seq", "opcode", "vbucket", "key"]
     want = spark_logsource.read("memcached-tap", str(FIXTURES / "*.tap"))

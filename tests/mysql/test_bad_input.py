@@ -22,7 +22,7 @@ from spark_logsource.errors import (
     EncryptedBinlogError,
     TruncatedDataError,
 )
-from spark_logsource.mysql.compression import mariadb_uncompress, zstd_uncompress
+from spark_logsource.mysql.binlog.compression import mariadb_uncompress, zstd_uncompress
 from spark_logsource.options import ParseMode
 from tests.support.mysql_events import FIXTURE_DIR, read_table
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import batches as batch_builder
+from spark_logsource.mysql.read import batches as batch_builder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "mysql" / "full-image.000001"
 

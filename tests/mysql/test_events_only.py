@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from spark_logsource.io.window import Window
-from spark_logsource.mysql import event_types as et
-from spark_logsource.mysql import events
-from spark_logsource.mysql.events import BinlogEvent, BinlogFile, FramingError
-from spark_logsource.mysql.header import HEADER_LEN
+from spark_logsource.mysql.binlog import event_types as et
+from spark_logsource.mysql.binlog import events
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile, FramingError
+from spark_logsource.mysql.binlog.header import HEADER_LEN
 
 QUERY_ONLY = frozenset({et.QUERY, et.MARIA_QUERY_COMPRESSED})
 WITH_MAPS = QUERY_ONLY | {et.TABLE_MAP, et.TRANSACTION_PAYLOAD}

@@ -1,6 +1,6 @@
 """The compiled MySQL row kernel (spark_logsource/mysql/_kernel.c) against its pure-Python reference.
 
-One test body runs over both implementations of :func:`spark_logsource.mysql.rows_encode.encode_rows_event`
+One test body runs over both implementations of :func:`spark_logsource.mysql.encode.images.encode_rows_event`
 (``encode_rows_event_c`` and ``encode_rows_event_py``) and asserts they agree, event by event, for
 ``row_format`` variant and json: the same rows (byte-identical Variant values and metadata, identical JSON text),
 or the same error (class, path, offset, message). Inputs are real: every rows event of every binlog in
@@ -21,16 +21,16 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark_logsource.arrowcols import variant_array
+from spark_logsource.arrow.columns import variant_array
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError
-from spark_logsource.mysql import rows_encode
-from spark_logsource.mysql.batches import Chunk, join_cells
-from spark_logsource.mysql.events import BinlogEvent, BinlogFile
-from spark_logsource.mysql.payload import decode_payload_header, iter_payload_events, uncompress_payload
-from spark_logsource.mysql.rows import parse_rows_head
-from spark_logsource.mysql.rows_encode import encode_rows_event_c, encode_rows_event_py
-from spark_logsource.mysql.tablemap import TableMap, decode_table_map
-from spark_logsource.variant import decode_variant
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
+from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
+from spark_logsource.mysql.decode.rows import parse_rows_head
+from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.encode import images as rows_encode
+from spark_logsource.mysql.encode.images import encode_rows_event_c, encode_rows_event_py
+from spark_logsource.mysql.read.batches import Chunk, join_cells
 from tests.support.mysql_types import DEFAULTS, SETTINGS, types_workload
 from tests.support.twins import Twin, compiled
 

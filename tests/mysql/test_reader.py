@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.filters import Predicate
-from spark_logsource.mysql.reader import binlog_schema
-from spark_logsource.variant import decode_variant
+from spark_logsource.mysql.read.reader import binlog_schema
 from tests.support.mysql_events import FIXTURE_DIR, read_table
 
 CRC_FILE = FIXTURE_DIR / "osheroff/mysql-bin.checksum-crc32"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_logsource.mysql.events import BinlogFile
+from spark_logsource.mysql.binlog.events import BinlogFile
 
 MANIFEST_DIR = "mysql-binlog"
 
@@ -31,7 +31,7 @@ def test_resync_equals_a_byte_by_byte_scan(fixtures_dir) -> None:
 
 @pytest.mark.parametrize("window", [1, 7, 4096])
 def test_resync_does_not_depend_on_the_scan_window(fixtures_dir, monkeypatch, window) -> None:
-    from spark_logsource.mysql import events
+    from spark_logsource.mysql.binlog import events
 
     path = fixtures_dir / MANIFEST_DIR / "osheroff" / "mysql-bin.checksum-crc32"
     bf = BinlogFile(None, str(path))
@@ -69,9 +69,9 @@ def test_a_false_header_claiming_megabytes_costs_no_read_of_that_size(fixtures_d
     """Row data is full of zeros, so a false header with ``log_pos`` 0 can claim most of the file: checking it must
     not read (and hold) that many bytes at once. The real file gets 8 MiB of zeros after it (a damaged tail) and a
     header planted in its last event's body claiming everything up to the end."""
-    from spark_logsource.mysql import events
-    from spark_logsource.mysql.event_types import WRITE_ROWS_V2
-    from spark_logsource.mysql.header import HEADER_LEN
+    from spark_logsource.mysql.binlog import events
+    from spark_logsource.mysql.binlog.event_types import WRITE_ROWS_V2
+    from spark_logsource.mysql.binlog.header import HEADER_LEN
 
     real = (fixtures_dir / MANIFEST_DIR / "osheroff" / "mysql-bin.checksum-crc32").read_bytes()
     bf = BinlogFile(None, str(fixtures_dir / MANIFEST_DIR / "osheroff" / "mysql-bin.checksum-crc32"))

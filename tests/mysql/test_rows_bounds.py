@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spark_logsource.errors import CorruptDataError, TruncatedDataError
-from spark_logsource.mysql.rows import decode_rows_event, peek_table_id
-from spark_logsource.mysql.tablemap import decode_table_map
+from spark_logsource.mysql.decode.rows import decode_rows_event, peek_table_id
+from spark_logsource.mysql.decode.tablemap import decode_table_map
 
 FIXTURE = "osheroff/mysql-bin.checksum-crc32"
 

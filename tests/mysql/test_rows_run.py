@@ -1,4 +1,4 @@
-"""Runs of rows events read by one kernel call (``spark_logsource/mysql/rows_run.py``) against the per-event path.
+"""Runs of rows events read by one kernel call (``spark_logsource/mysql/encode/runs.py``) against the per-event path.
 
 The binlogs are written by the session's MariaDB: statements of thousands of rows, which the server cuts into many
 rows events of one table (``binlog_row_event_max_size``), in a transaction of two statements, then updates (before
@@ -24,9 +24,10 @@ import pytest
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.filters import Predicate
-from spark_logsource.mysql import rows_run, transactions
-from spark_logsource.mysql.events import BinlogFile, FramingError
-from spark_logsource.mysql.rows_encode import KERNEL_AVAILABLE, encode_rows_event_c
+from spark_logsource.mysql.binlog.events import BinlogFile, FramingError
+from spark_logsource.mysql.encode import runs as rows_run
+from spark_logsource.mysql.encode.images import KERNEL_AVAILABLE, encode_rows_event_c
+from spark_logsource.mysql.read import transactions
 from tests.support.mysql_types import DEFAULTS
 from tests.support.twins import compiled
 
@@ -178,7 +179,7 @@ def _damaged(run_binlog: RunBinlog, tmp_path: Path) -> tuple[Path, int]:
 @pytest.fixture(params=["folded", "zlib"])
 def crc_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The walks check CRCs folded in C where the processor can, else through zlib.crc32: each in turn."""
-    from spark_logsource.mysql import checksum
+    from spark_logsource.mysql.binlog import checksum
 
     _kernel = compiled("spark_logsource.mysql._kernel")
     folds = _kernel.crc32_folds()
@@ -233,9 +234,9 @@ def test_a_copy_under_another_name_reads_the_same(run_binlog: RunBinlog, kernel_
 
 def _read_ranges(path: Path, runs: bool, monkeypatch: pytest.MonkeyPatch, cuts: Sequence[int]) -> pa.Table:
     """The file read as the directory tail reads it: ranges between transaction boundaries (``walk_range``)."""
-    from spark_logsource.mysql.read_options import BinlogReadOptions
-    from spark_logsource.mysql.splits import walk_range
-    from spark_logsource.mysql.views import ViewWriter
+    from spark_logsource.mysql.binlog.splits import walk_range
+    from spark_logsource.mysql.read.options import BinlogReadOptions
+    from spark_logsource.mysql.read.views import ViewWriter
 
     options = BinlogReadOptions()
     bounds: list[int | None] = [4, *cuts, None]

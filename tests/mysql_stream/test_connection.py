@@ -8,8 +8,8 @@ import ssl
 import pymysql
 import pytest
 
-from spark_logsource.mysql import connection
-from spark_logsource.mysql.client import ReplicationClient, parse_uri
+from spark_logsource.mysql.stream import connection
+from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
 from tests.mysql_stream.conftest import CDC_PASSWORD
 
 

@@ -219,7 +219,9 @@ def test_slow_consumer_survives_net_write_timeout(stream_server) -> None:
 
 
 def test_server_restart_starts_a_new_binlog_and_the_stream_goes_on(stream_server) -> None:
-    fmt = make_format("mysql-replication", [], _opts(stream_server, startingPosition="latest"))
+    # reconnectTimeout=0: the error while the server is down comes at once (riding through a restart is
+    # tests/mysql_stream/test_reconnect.py's subject)
+    fmt = make_format("mysql-replication", [], _opts(stream_server, startingPosition="latest", reconnectTimeout="0"))
     stream = fmt.stream()
     start = stream.initial_offset()
     stream_server.execute("INSERT INTO other.log (msg) VALUES ('before restart')")

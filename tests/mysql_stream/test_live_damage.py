@@ -15,8 +15,8 @@ import pytest
 
 import spark_logsource
 from spark_logsource.errors import SourceError
-from spark_logsource.mysql.client import ReplicationClient
-from spark_logsource.mysql.event_types import ROWS_TYPES
+from spark_logsource.mysql.binlog.event_types import ROWS_TYPES
+from spark_logsource.mysql.stream.client import ReplicationClient
 from tests.mysql_stream.conftest import CDC_PASSWORD, MAX_BINLOG_SIZE
 
 pytestmark = [pytest.mark.server]

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_logsource.errors import OptionError
-from spark_logsource.mysql.client import Secret, parse_uri
 from spark_logsource.mysql.position import BinlogPosition, GtidState, parse_starting_position
+from spark_logsource.mysql.stream.client import Secret, parse_uri
 from spark_logsource.streaming.stream import offset_json
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import event_types as et
-from spark_logsource.mysql.client import ReplicationClient, parse_uri
-from spark_logsource.mysql.rows import decode_rows_event
-from spark_logsource.mysql.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.binlog import event_types as et
+from spark_logsource.mysql.decode.rows import decode_rows_event
+from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
 from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, Writer
 from tests.support.mysql_types import types_workload
 from tests.support.oracle.mariadb_binlog import DecodedRows, compare_rows, run_remote_oracle

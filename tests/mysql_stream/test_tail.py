@@ -190,7 +190,7 @@ def test_statement_format_and_missing_names_are_warned_once(stream_server, caplo
 
     files = stream_server.run_workload(workload, settings={"binlog_row_metadata": "MINIMAL"})
     stream_server.set_global("binlog_row_metadata", "FULL")
-    caplog.set_level("WARNING", logger="spark_logsource.mysql.transactions")
+    caplog.set_level("WARNING", logger="spark_logsource.mysql.read.transactions")
     changes = spark_logsource.read("mysql-binlog", [str(f) for f in files])
     assert changes.num_rows == 5, "only the ROW-format inserts are changes"
     messages = [r.getMessage() for r in caplog.records]

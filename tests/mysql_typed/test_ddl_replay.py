@@ -1,4 +1,4 @@
-"""DDL replay (``spark_logsource.mysql.ddl``) against MariaDB's own ``information_schema`` after each statement.
+"""DDL replay (``spark_logsource.mysql.table.ddl``) against MariaDB's own ``information_schema`` after each statement.
 
 The statements are the ones the server logged (QUERY events read back from its binlog), replayed one by one;
 after each, every table of the database must have the columns, in order, with the types the server reports.
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql.ddl import Catalog
-from spark_logsource.mysql.table_schema import ColumnSpec
+from spark_logsource.mysql.table.ddl import Catalog
+from spark_logsource.mysql.table.layout import ColumnSpec
 
 DB = "ddlrep"
 STATEMENTS = [

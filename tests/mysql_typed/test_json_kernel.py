@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.mysql import typed_rows
-from spark_logsource.mysql.table_schema import _JSON_DECODER
-from spark_logsource.variant import encode_variant
+from spark_logsource.arrow.variant import encode_variant
+from spark_logsource.mysql.table import rows as typed_rows
+from spark_logsource.mysql.table.layout import _JSON_DECODER
 from tests.support.mysql_typed import DB, count_kernel_events
 from tests.support.twins import activate, compiled
 

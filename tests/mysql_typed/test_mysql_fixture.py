@@ -12,7 +12,7 @@ import pytest
 
 import spark_logsource
 from spark_logsource.api import make_format
-from spark_logsource.variant import decode_variant
+from spark_logsource.arrow.variant import decode_variant
 
 
 @pytest.fixture(scope="module")

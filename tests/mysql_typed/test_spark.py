@@ -24,7 +24,7 @@ from pyspark.sql.types import (
 )
 
 from spark_logsource.api import make_format
-from spark_logsource.readers.schema import spark_schema
+from spark_logsource.spark.schema import spark_schema
 from tests.support.mysql_typed import DB, FINAL_TABLE, TypedWorkload
 
 pytestmark = pytest.mark.spark

@@ -19,8 +19,8 @@ import pytest
 
 import spark_logsource
 from spark_logsource.api import make_format
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError, OptionError
-from spark_logsource.variant import decode_variant
 from tests.support.mysql_typed import DB, FINAL_TABLE, TypedWorkload, count_kernel_events
 from tests.support.twins import activate
 
@@ -286,7 +286,7 @@ def test_kernel_and_column_wise_equal_row_by_row(typed_workloads: dict[str, Type
     """Three paths make view=table's batches: the kernel's typed columns, the Python reference column by column,
     and row by row (taken when a value does not fit its column). They must give the very same batches, on every
     workload and with batches cut mid-event; and each path must really have been taken."""
-    from spark_logsource.mysql import typed_rows
+    from spark_logsource.mysql.table import rows as typed_rows
 
     def batches(files: list[Path], **options: Any) -> list[Any]:
         return list(spark_logsource.iter_batches("mysql-binlog", [str(f) for f in files], view="table",
@@ -325,7 +325,7 @@ def test_kernel_and_column_wise_equal_row_by_row(typed_workloads: dict[str, Type
 def test_image_columns_refuse_images_of_different_columns() -> None:
     """Images that do not share one key set are not converted column by column (the row-by-row path takes them),
     so no cell is dropped; images that do share it keep their nulls and their absent rows."""
-    from spark_logsource.mysql.typed_rows import NotColumnWise, _image_columns
+    from spark_logsource.mysql.table.rows import NotColumnWise, _image_columns
 
     cells = {"@1": ("id", int), "@2": ("name", str)}
     with pytest.raises(NotColumnWise):

@@ -1,4 +1,4 @@
-"""view=table's compiled conversion (``mysql/typed_kernel.py``, ``_typed.h``) against its Python reference.
+"""view=table's compiled conversion (``mysql/table/kernel.py``, ``_typed.h``) against its Python reference.
 
 Both paths read the same binlog MySQL wrote (the Sakila sample database, in the fixtures, so this also runs in the
 AddressSanitizer pass), and the same binlog with bytes flipped inside rows events: the batches must be equal,
@@ -103,7 +103,7 @@ def test_a_transaction_past_the_buffer_is_cut_as_the_reference_cuts_it(
         batch_size: str, sakila: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch) -> None:
     """A transaction of more rows than the machine buffers streams its rows into the batches as it goes: a run of
     rows events stops where the batch is full, so the batches are cut where the per-event path cuts them."""
-    from spark_logsource.mysql import transactions
+    from spark_logsource.mysql.read import transactions
 
     path, _changes = sakila
     monkeypatch.setattr(transactions, "MAX_PENDING_ROWS", 300)

@@ -1,4 +1,4 @@
-"""Tripwires: the facts about the installed pyspark that ``spark_logsource.readers.compat`` relies on."""
+"""Tripwires: the facts about the installed pyspark that ``spark_logsource.spark.compat`` relies on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from spark_logsource.readers import compat
+from spark_logsource.spark import compat
 
 
 def test_pushdown_worker_module_exists_and_calls_reader_before_push_filters() -> None:
@@ -24,7 +24,7 @@ def test_base_reader_push_filters_is_what_spark_compares_against() -> None:
     must not override it, the pushdown reader must."""
     from pyspark.sql.datasource import DataSourceReader
 
-    from spark_logsource.readers.base import LogReader, PushdownLogReader
+    from spark_logsource.spark.base import LogReader, PushdownLogReader
 
     assert LogReader.pushFilters is DataSourceReader.pushFilters
     assert PushdownLogReader.pushFilters is not DataSourceReader.pushFilters

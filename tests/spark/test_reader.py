@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import spark_logsource
-from spark_logsource.readers.base import LogReader, PushdownLogReader
+from spark_logsource.spark.base import LogReader, PushdownLogReader
 from tests.support.spark import filter_pushdown as pushdown
 from tests.support.spark import spark_conf
 

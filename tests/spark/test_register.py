@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from spark_logsource.readers import compat, data_sources, register_all
+from spark_logsource.spark import compat, data_sources, register_all
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 #: One real-server file (or directory) per file format.

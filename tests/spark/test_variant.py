@@ -1,6 +1,6 @@
 """Spark reads our variant columns: a tiny Python data source returns Arrow batches built with
-spark_logsource.arrowcols, and Spark's own variant functions (running in the JVM) must give the right answer
-for every value kind of spark_logsource.variant."""
+spark_logsource.arrow.columns, and Spark's own variant functions (running in the JVM) must give the right answer
+for every value kind of spark_logsource.arrow.variant."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from spark_logsource.arrowcols import int64_column, string_column, variant_array_from_python, variant_field
+from spark_logsource.arrow.columns import int64_column, string_column, variant_array_from_python, variant_field
 
 pytestmark = pytest.mark.spark
 

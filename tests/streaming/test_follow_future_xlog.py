@@ -19,7 +19,7 @@ import pytest
 
 import spark_logsource
 from spark_logsource.errors import DataLossError, SourceError
-from spark_logsource.tarantool.meta import read_meta
+from spark_logsource.tarantool.xlog.meta import read_meta
 from tests.support.cli_follow import REPO
 from tests.support.follow_thread import FollowThread
 from tests.support.waiting import until

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from spark_logsource.api import make_format
-from spark_logsource.readers.stream_reader import (
+from spark_logsource.spark.stream_reader import (
     LogStreamReader,
     StreamSlicePartition,
     budget_from_limit,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_logsource.mysql.reader import BinlogReadOptions, binlog_schema, iter_file_batches
+from spark_logsource.mysql.read.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.options import CommonOptions, ParseMode
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "mysql-binlog"

@@ -130,7 +130,7 @@ def count_kernel_events(patch: Any, counts: list[tuple[str, bool]]) -> None:
     event of a run it read, ``("one", converted)`` for an event offered alone (not converted: declined, the Python
     path read it). A run the kernel does not take is offered again event by event. ``patch``: a
     ``pytest.MonkeyPatch`` context, which undoes this."""
-    from spark_logsource.mysql import typed_rows
+    from spark_logsource.mysql.table import rows as typed_rows
 
     one, run = typed_rows.typed_rows_event, typed_rows.typed_run
 

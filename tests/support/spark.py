@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-#: Whether Spark's Python data sources get pushed filters (``readers/compat.py`` serves both settings).
+#: Whether Spark's Python data sources get pushed filters (``spark/compat.py`` serves both settings).
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 

@@ -1,4 +1,5 @@
-"""The Tarantool column builders (``spark_logsource.tarantool.columns``) seen through the reference's list contract.
+"""The Tarantool column builders (``spark_logsource.tarantool.decode.columns``) seen through the reference's list
+contract.
 
 Tests written against ``decode_payload(payload, tuple_format, path, block_offset) -> dict[str, list]`` run
 unchanged over the Arrow boundary: a payload goes into a builder, its batch comes out as Arrow arrays, and
@@ -13,8 +14,8 @@ from types import ModuleType
 
 import pyarrow as pa
 
-from spark_logsource.tarantool import columns, rows
-from spark_logsource.tarantool.rows import SCALAR_COLUMNS, VALUE_COLUMNS
+from spark_logsource.tarantool.decode import columns, rows
+from spark_logsource.tarantool.decode.rows import SCALAR_COLUMNS, VALUE_COLUMNS
 from tests.support.twins import compiled
 
 Decoder = Callable[[bytes, str, str, int], dict[str, list]]

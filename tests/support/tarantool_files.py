@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_logsource.tarantool.blocks import Block, BlockScanner
-from spark_logsource.tarantool.meta import read_meta
+from spark_logsource.tarantool.xlog.blocks import Block, BlockScanner
+from spark_logsource.tarantool.xlog.meta import read_meta
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tarantool"
 #: Fixture files whose damage is the point (tested in tests/tarantool/test_bad_input.py).

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 import spark_logsource
 from spark_logsource.registry import format_class
-from spark_logsource.tarantool.live import LiveStream, make_offset
+from spark_logsource.tarantool.stream.live import LiveStream, make_offset
 from tests.support.servers.tarantool_live import LiveTarantool
 
 #: Columns that differ by design between the live rows and the directory reader's rows.

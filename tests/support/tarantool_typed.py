@@ -11,7 +11,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from spark_logsource.variant import decode_variant
+from spark_logsource.arrow.variant import decode_variant
 
 _VARIANT_TYPES = frozenset({"any", "scalar", "map", "array", "interval"})
 _INT64 = (-(1 << 63), (1 << 63) - 1)

@@ -49,10 +49,13 @@ def _loaded(kernel: str) -> Callable[[], Any]:
 #: by asking ``load_kernel`` per call. ``tests/kernels/test_twins.py`` checks that no other module attribute holds
 #: a kernel or one of its functions, so a new one cannot be missed.
 BOUND_AT_IMPORT: tuple[tuple[str, str, Callable[[], Any]], ...] = (
-    ("spark_logsource.tarantool.rows", "decode_payload", _chosen("spark_logsource.tarantool.rows", "_load_kernel")),
-    ("spark_logsource.tarantool.tail", "decode_payload", _chosen("spark_logsource.tarantool.rows", "_load_kernel")),
-    ("spark_logsource.tarantool.client", "_frames", _loaded("spark_logsource.tarantool._frames")),
-    ("spark_logsource.mysql.checksum", "crc32", _chosen("spark_logsource.mysql.checksum", "_fastest_crc32")),
+    ("spark_logsource.tarantool.decode.rows", "decode_payload",
+     _chosen("spark_logsource.tarantool.decode.rows", "_load_kernel")),
+    ("spark_logsource.tarantool.stream.tail", "decode_payload",
+     _chosen("spark_logsource.tarantool.decode.rows", "_load_kernel")),
+    ("spark_logsource.tarantool.stream.client", "_frames", _loaded("spark_logsource.tarantool._frames")),
+    ("spark_logsource.mysql.binlog.checksum", "crc32",
+     _chosen("spark_logsource.mysql.binlog.checksum", "_fastest_crc32")),
     ("spark_logsource.memcached.protocol", "_KERNEL", _loaded("spark_logsource.memcached._kernel")),
     ("spark_logsource.memcached.tap", "_KERNEL", _loaded("spark_logsource.memcached._kernel")),
     ("spark_logsource.memcached.client", "_KERNEL", _loaded("spark_logsource.memcached._kernel")),
@@ -60,8 +63,8 @@ BOUND_AT_IMPORT: tuple[tuple[str, str, Callable[[], Any]], ...] = (
 
 #: (module, attribute): kernels bound whatever the switch says, used only after asking ``load_kernel`` per file
 #: (``rows_encode.rows_encoder``, ``typed_kernel.kernel_available``): the twin needs nothing done to them.
-ALWAYS_BOUND = (("spark_logsource.mysql.rows_encode", "_kernel"), ("spark_logsource.mysql.typed_kernel", "_kernel"),
-                ("spark_logsource.mysql.rows_run", "kernel"))
+ALWAYS_BOUND = (("spark_logsource.mysql.encode.images", "_kernel"), ("spark_logsource.mysql.table.kernel", "_kernel"),
+                ("spark_logsource.mysql.encode.runs", "kernel"))
 
 
 def missing_kernels() -> list[str]:
@@ -118,8 +121,9 @@ def activate(name: str, patch: pytest.MonkeyPatch) -> Twin:
 def _check(twin: Twin) -> None:
     """The twin in force is the one asked for, where it can be seen from outside."""
     from spark_logsource.memcached import tap
-    from spark_logsource.mysql import rows_encode, typed_kernel
-    from spark_logsource.tarantool import columns, rows
+    from spark_logsource.mysql.encode import images as rows_encode
+    from spark_logsource.mysql.table import kernel as typed_kernel
+    from spark_logsource.tarantool.decode import columns, rows
 
     builder = columns.column_builder("msgpack")
     if twin.is_c:

@@ -13,10 +13,10 @@ import pytest
 
 from spark_logsource.errors import ChecksumError, CorruptDataError, TruncatedDataError
 from spark_logsource.options import CommonOptions, ParseMode
-from spark_logsource.tarantool import blocks
-from spark_logsource.tarantool.blocks import Block, BlockScanner
-from spark_logsource.tarantool.meta import read_meta
-from spark_logsource.tarantool.reader import XlogReadOptions, iter_file_batches, xlog_schema
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches, xlog_schema
+from spark_logsource.tarantool.xlog import blocks
+from spark_logsource.tarantool.xlog.blocks import Block, BlockScanner
+from spark_logsource.tarantool.xlog.meta import read_meta
 from tests.support.tarantool_files import FIXTURES, b1_workload_files
 
 GH7932 = FIXTURES / "test/replication-luatest/gh_7932_data"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_logsource import batching
-from spark_logsource.arrowcols import variant_field
-from spark_logsource.tarantool import reader
-from spark_logsource.tarantool.reader import XlogReadOptions, iter_file_batches
+from spark_logsource.arrow import batching
+from spark_logsource.arrow.columns import variant_field
+from spark_logsource.tarantool.read import reader
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches
 from tests.support.servers.tarantool import run_script
 
 pytestmark = pytest.mark.server

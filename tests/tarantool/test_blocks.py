@@ -5,7 +5,7 @@ from __future__ import annotations
 import crc32c
 import pytest
 
-from spark_logsource.tarantool.blocks import (
+from spark_logsource.tarantool.xlog.blocks import (
     FIXHEADER_SIZE,
     ZSTD_MAGIC,
     Block,

@@ -22,8 +22,8 @@ import pytest
 
 from spark_logsource.errors import UnsupportedDataError
 from spark_logsource.options import CommonOptions, ParseMode
-from spark_logsource.tarantool.names import REQUEST_TYPES
-from spark_logsource.tarantool.reader import XlogReadOptions, iter_file_batches, read_meta, xlog_schema
+from spark_logsource.tarantool.decode.names import REQUEST_TYPES
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches, read_meta, xlog_schema
 from tests.support.tarantool_files import (
     FIXTURES,
     UNSUPPORTED,
@@ -174,7 +174,7 @@ def test_fixture_rows_equal_xlog_pairs(path: Path, fixture_oracle: dict[str, lis
 @pytest.mark.parametrize("path", readable_fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_fixture_all_formats_read_without_error(path: Path) -> None:
     """Variant and JSON decoding of every value (MP_EXT included) works and agrees with the msgpack bytes."""
-    from spark_logsource.variant import decode_variant
+    from spark_logsource.arrow.variant import decode_variant
 
     raw = read_table(str(path), "msgpack")
     as_json = read_table(str(path), "json")
@@ -188,13 +188,13 @@ def test_fixture_all_formats_read_without_error(path: Path) -> None:
             assert (r is None) == (j is None) == (v is None)
             if j is not None:
                 # JSON text and variant encode the same decoded value (variant → Python → JSON text).
-                from spark_logsource.jsontext import to_json
+                from spark_logsource.arrow.jsontext import to_json
 
                 assert to_json(decode_variant(v["value"], v["metadata"])) == j or _json_equal(j, v)
 
 
 def _json_equal(text: str, variant: dict[str, bytes]) -> bool:
-    from spark_logsource.variant import decode_variant
+    from spark_logsource.arrow.variant import decode_variant
 
     def norm(x: Any) -> Any:
         if isinstance(x, dict):

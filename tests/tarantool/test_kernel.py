@@ -11,7 +11,7 @@ from both, and never anything else.  Those comparisons name both implementations
 implementation against Tarantool's own reader run over the ``twin`` fixture (``tests/support/twins.py``).
 
 The implementations are seen at the boundary the reader uses, the column builders of
-:mod:`spark_logsource.tarantool.columns` (payloads in, Arrow arrays out; ``python`` = the reference builder,
+:mod:`spark_logsource.tarantool.decode.columns` (payloads in, Arrow arrays out; ``python`` = the reference builder,
 ``c`` = the kernel writing Arrow buffers), and at the list function ``decode_payload`` (``c-lists`` = the kernel's,
 ``python-lists`` = ``decode_payload_py``; used by the live replica and the tailer); arrays are turned back into the
 reference's lists to be compared.
@@ -33,12 +33,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from spark_logsource.arrow.jsontext import to_json
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError
-from spark_logsource.jsontext import to_json
-from spark_logsource.tarantool import columns, names, rows
-from spark_logsource.tarantool.blocks import Block, BlockScanner
-from spark_logsource.tarantool.meta import read_meta
-from spark_logsource.variant import decode_variant
+from spark_logsource.tarantool.decode import columns, names, rows
+from spark_logsource.tarantool.xlog.blocks import Block, BlockScanner
+from spark_logsource.tarantool.xlog.meta import read_meta
 from tests.support.tarantool_columns import arrays_to_lists, builder_decoder, new_builder
 from tests.support.twins import Twin, compiled
 

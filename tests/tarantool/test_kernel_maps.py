@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_logsource.tarantool import rows
+from spark_logsource.tarantool.decode import rows
 from tests.support.tarantool_columns import builder_decoder
 from tests.support.twins import compiled
 

@@ -5,7 +5,7 @@ DML type and update op, upserts, transactions incl. one of 10 000 rows, local/te
 sync CONFIRM/ROLLBACK and NOP rows, every msgpack type incl. decimal/uuid/varbinary, snapshots, plain and zstd
 blocks), and every Tarantool file of ``tests/fixtures/tarantool/`` that 2.6 reads. For each file and each
 ``tupleFormat`` (msgpack, variant, json), the rows of
-:func:`spark_logsource.tarantool.reader.iter_file_batches` must equal the expectation built by
+:func:`spark_logsource.tarantool.read.reader.iter_file_batches` must equal the expectation built by
 :mod:`tests.support.oracle.tarantool_xlog` from xlog.pairs(), in the same order and number. A failure lists file, row
 index, column and both values.
 """
@@ -64,9 +64,9 @@ def _fixture_files() -> list[Path]:
 
 def read_ours(path: Path, tuple_format: str, mode: str = "FAILFAST") -> list[dict[str, Any]]:
     """Our rows of ``path`` (whole file, ``mode``), value columns decoded back to Python per ``tuple_format``."""
+    from spark_logsource.arrow.variant import decode_variant
     from spark_logsource.options import CommonOptions, ParseMode
-    from spark_logsource.tarantool.reader import XlogReadOptions, iter_file_batches
-    from spark_logsource.variant import decode_variant
+    from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches
 
     options = XlogReadOptions(tuple_format=tuple_format, common=CommonOptions(mode=ParseMode(mode)))
     with open(path, "rb") as source:

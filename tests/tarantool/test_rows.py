@@ -7,8 +7,8 @@ import msgpack
 import pytest
 
 from spark_logsource.errors import CorruptDataError
-from spark_logsource.tarantool import rows
-from spark_logsource.tarantool.blocks import Block
+from spark_logsource.tarantool.decode import rows
+from spark_logsource.tarantool.xlog.blocks import Block
 from tests.support.tarantool_columns import builder_decoder, kernel_module
 from tests.support.tarantool_files import all_blocks
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from spark_logsource.options import CommonOptions, ParseMode
-from spark_logsource.tarantool.reader import XlogReadOptions, iter_file_batches, xlog_schema
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches, xlog_schema
 from tests.support.tarantool_files import FIXTURES, b1_workload_files
 
 OPTIONS = XlogReadOptions(tuple_format="msgpack", common=CommonOptions(mode=ParseMode.PERMISSIVE, batch_size=50))

@@ -18,9 +18,9 @@ import spark_logsource
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError, DataLossError, OptionError, SourceError
 from spark_logsource.streaming.stream import ReadBudget, offset_json
-from spark_logsource.tarantool import tail as tail_module
-from spark_logsource.tarantool.blocks import EOF_MAGIC, FIXHEADER_SIZE, parse_fixheader
-from spark_logsource.tarantool.meta import parse_meta
+from spark_logsource.tarantool.stream import tail as tail_module
+from spark_logsource.tarantool.xlog.blocks import EOF_MAGIC, FIXHEADER_SIZE, parse_fixheader
+from spark_logsource.tarantool.xlog.meta import parse_meta
 from tests.support.tarantool_writer import finished_wal, start_writer
 
 KEY_COLUMNS = ["file", "offset", "lsn", "replica_id", "tsn", "is_commit", "type", "space_id", "tuple", "ops"]

@@ -15,7 +15,7 @@ import pytest
 import spark_logsource
 from spark_logsource.errors import AuthenticationError, DataLossError, SourceError
 from spark_logsource.registry import format_class
-from spark_logsource.tarantool.live import make_offset
+from spark_logsource.tarantool.stream.live import make_offset
 from tests.support.servers.standin import FakeServer
 from tests.support.servers.tarantool_live import NOPERM_PASSWORD, NOPERM_USER, PASSWORD, USER, LiveTarantool
 from tests.support.tarantool_live import directory_rows, make_stream, read_range, strip

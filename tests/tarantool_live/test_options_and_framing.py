@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from spark_logsource.errors import OptionError, SourceError
 from spark_logsource.registry import format_class
-from spark_logsource.tarantool.client import Endpoint, PacketBuffer, Secret
-from spark_logsource.tarantool.live import make_offset, parse_offset
+from spark_logsource.tarantool.stream.client import Endpoint, PacketBuffer, Secret
+from spark_logsource.tarantool.stream.live import make_offset, parse_offset
 from tests.support.twins import Twin
 
 FORMAT = "tarantool-replication"

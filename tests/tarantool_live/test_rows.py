@@ -9,7 +9,7 @@ import pytest
 
 import spark_logsource
 from spark_logsource.streaming.stream import ReadBudget, offset_json
-from spark_logsource.tarantool.live import make_offset, parse_offset
+from spark_logsource.tarantool.stream.live import make_offset, parse_offset
 from tests.support.servers.tarantool_live import LiveTarantool
 from tests.support.tarantool_live import MIXED_WORKLOAD, directory_rows, make_stream, read_range, strip
 

@@ -19,7 +19,7 @@ import msgpack
 import pytest
 
 import spark_logsource
-from spark_logsource.tarantool.columns import KernelColumnBuilder, PyColumnBuilder, column_builder
+from spark_logsource.tarantool.decode.columns import KernelColumnBuilder, PyColumnBuilder, column_builder
 from tests.support.oracle.tarantool_xlog import dump_file, expected_row, unpack
 from tests.support.servers.tarantool import TarantoolError, WorkloadResult, run_script
 from tests.support.tarantool_typed import fits, plain_row, row_mismatches

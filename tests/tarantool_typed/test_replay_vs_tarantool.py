@@ -13,7 +13,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from spark_logsource.tarantool.replay import ReplayError, TupleStore
+from spark_logsource.tarantool.table.replay import ReplayError, TupleStore
 from tests.support.oracle.tarantool_xlog import unpack
 from tests.support.servers.tarantool import TarantoolError, run_script
 

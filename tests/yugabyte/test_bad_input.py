@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 import spark_logsource
 from spark_logsource.errors import CorruptDataError, DecodeError
+from spark_logsource.yugabyte.catalog import TableSchema
 from spark_logsource.yugabyte.docdb import decode_doc_key, decode_value
 from spark_logsource.yugabyte.messages import decode_batch
 from spark_logsource.yugabyte.reader import walk_segment
-from spark_logsource.yugabyte.schema import TableSchema
 from spark_logsource.yugabyte.segment import EncryptedWalError
 from tests.yugabyte.conftest import WAL_FIXTURES
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import struct
 
+from spark_logsource.yugabyte.catalog import TableSchema
 from spark_logsource.yugabyte.docdb import decode_doc_key, decode_pairs, decode_value
-from spark_logsource.yugabyte.schema import TableSchema
 
 KEY = b"G\x05\x10SROLE000014\x00\x00!SRESC000529\x00\x00!"
 VALUE = b"z\x01" + struct.pack("<8I", 2, 4, 11, 20, 27, 27, 27, 27) + b"SOS0SdpgiamS20250730S080038"

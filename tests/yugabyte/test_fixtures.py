@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import spark_logsource
+from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError
-from spark_logsource.variant import decode_variant
 from spark_logsource.yugabyte.reader import walk_segment
 from tests.yugabyte.conftest import Expected, all_expected, plain_hex
 

@@ -144,7 +144,7 @@ def test_op_id_and_footer_round_trip(term: int, index: int, junk: bytes) -> None
 def test_json_value_format_matches_the_variant_columns(wal_dir: Path) -> None:
     import json
 
-    from spark_logsource.variant import decode_variant
+    from spark_logsource.arrow.variant import decode_variant
 
     for view in ("operations", "writes"):
         as_json = _read(wal_dir, view=view, valueFormat="json", includeSuperseded="true")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
+from spark_logsource.spark.sources import data_source
 
-from spark_logsource.readers.yugabyte_wal import YugabyteWalDataSource
 from tests.support.spark import filter_pushdown
 from tests.yugabyte.conftest import Expected
 
@@ -23,7 +23,7 @@ OP_COLUMNS = [c.split()[0] for c in OP_SCHEMA.split(", ")]
 
 @pytest.fixture(scope="module")
 def yb_spark(spark: Any) -> Any:
-    spark.dataSource.register(YugabyteWalDataSource)
+    spark.dataSource.register(data_source("yugabyte-wal"))
     return spark
 
 

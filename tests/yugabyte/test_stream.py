@@ -119,7 +119,7 @@ def test_writes_view_resuming_mid_segment_knows_the_renamed_column(tmp_path: Pat
     end = stream.latest_offset(start, stream.default_budget())
     rows = [r for s in stream.plan(start, end) for b in stream.read_slice(s) for r in b.to_pylist()]
     assert len(rows) == 1 and rows[0]["schema_version"] == 1 and rows[0]["decode_error"] is None
-    from spark_logsource.variant import decode_variant
+    from spark_logsource.arrow.variant import decode_variant
 
     value = decode_variant(rows[0]["value"]["value"], rows[0]["value"]["metadata"])
     assert value["remark"] == "after rename"

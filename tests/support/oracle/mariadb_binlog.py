@@ -25,11 +25,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from spark_logsource.mysql import column_types as ct
-from spark_logsource.mysql.compression import zstd_uncompress
-from spark_logsource.mysql.packed import read_packed_int
-from spark_logsource.mysql.rows import RowsEvent, decode_rows_event
-from spark_logsource.mysql.tablemap import ColumnInfo, TableMap, decode_table_map
+from spark_logsource.mysql.binlog.compression import zstd_uncompress
+from spark_logsource.mysql.decode import column_types as ct
+from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.mysql.decode.rows import RowsEvent, decode_rows_event
+from spark_logsource.mysql.decode.tablemap import ColumnInfo, TableMap, decode_table_map
 
 _AT = re.compile(rb"^# at (\d+)$")
 _HEADER = re.compile(rb"^#\d{6} [ \d]\d:\d\d:\d\d server id \d+")

@@ -417,7 +417,7 @@ def variant_expected(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, int) and not isinstance(value, bool) and value > INT64_MAX:
-        # Variant has no unsigned 64-bit type: MP_UINT above int64 is a decimal(20, 0) (variant.py's rule 2)
+        # Variant has no unsigned 64-bit type: MP_UINT above int64 is a decimal(20, 0) (arrow/variant.py's rule 2)
         return Decimal(value)
     if isinstance(value, str) and _has_surrogates(value):
         # Tarantool does not validate UTF-8 in MP_STR; a variant string must be UTF-8, so the stored bytes are

@@ -1,0 +1,1 @@
+"""Framing of binlogs: the event header, FORMAT_DESCRIPTION, checksums, payloads, boundaries, splits."""

@@ -1,0 +1,1 @@
+"""Binlogs that grow: tailing a binlog directory and a live server's dump thread."""

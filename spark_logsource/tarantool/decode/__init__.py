@@ -1,0 +1,1 @@
+"""Decoding of block payloads into columns: rows, MsgPack extensions, names, column builders."""

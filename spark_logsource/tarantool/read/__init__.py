@@ -1,0 +1,1 @@
+"""A split of an xlog/snap file read into record batches, and rows as Python values."""

@@ -1,0 +1,196 @@
+"""``view=space``: the changes of one space with its fields as typed columns (``docs/formats/tarantool-typed.md``).
+
+Columns: ``op, lsn, tsn, timestamp, replica_id``, one column per field name any format of the space ever had
+(``typed.py``), ``ops`` (variant: UPDATE / UPSERT operations), ``extra_fields`` (variant: the fields beyond the
+format, the first of them being field ``len(format) + 1``), and the corrupt-record column in PERMISSIVE mode.
+INSERT, REPLACE and UPSERT rows fill the fields from their tuple; UPDATE and DELETE rows fill the fields of the
+index key they name.  Each row is named by the format in force at its place in the log (``catalog.py``); a row
+no known format names, or whose values do not fit it, is a corrupt-record row (PERMISSIVE), a logged skip
+(DROPMALFORMED) or an error (FAILFAST) — never a guess.  Only ``.xlog`` rows are changes: snapshots are read
+for the catalog and by ``view=state``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.filters import Predicate
+from spark_logsource.logformat import LogFormat, Split
+from spark_logsource.tarantool.read.logrows import LogRow, file_key, iter_rows
+from spark_logsource.tarantool.table.catalog import Catalog, SpaceDef, SpaceHistory, build_catalog
+from spark_logsource.tarantool.table.typed import (
+    FieldTypeError,
+    column_name,
+    convert,
+    row_fields,
+    row_plan,
+    typed_array,
+    variant_column,
+    view_schema,
+)
+
+if TYPE_CHECKING:
+    from spark_logsource.io.fs import FileEntry
+    from spark_logsource.tarantool.format import TarantoolXlogFormat
+
+__all__ = ["SpaceView", "resolve_space"]
+
+log = logging.getLogger(__name__)
+
+BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
+    ("op", pa.string()), ("lsn", pa.int64()), ("tsn", pa.int64()),
+    ("timestamp", pa.timestamp("us", tz="UTC")), ("replica_id", pa.int32()),
+)
+TAIL_COLUMNS = ("ops", "extra_fields")
+_CHANGE_TYPES = ("INSERT", "REPLACE", "UPDATE", "DELETE", "UPSERT")
+
+
+def resolve_space(fmt: TarantoolXlogFormat, space: str) -> tuple[Catalog, SpaceHistory]:
+    """The catalog of ``fmt``'s files and the history of the space named (or numbered) ``space``."""
+    catalog = build_catalog(fmt.list_files(), fmt.common)
+    sid = catalog.resolve(space)
+    if sid is None or sid not in catalog.histories or not catalog.histories[sid].defined():
+        known = ", ".join(catalog.names()[:50]) or "none"
+        raise OptionError("space", f"no space {space!r} is defined in the snapshots and xlogs read; "
+                                   f"spaces found: {known}")
+    return catalog, catalog.histories[sid]
+
+
+class _Rows:
+    """Output rows of a typed view as column lists, turned into batches of the view's schema."""
+
+    def __init__(self, schema: pa.Schema, columns: dict[str, pa.DataType | str]) -> None:
+        self.schema = schema
+        self.types = {f.name: (columns.get(f.name) or f.type) for f in schema}
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in schema}
+        self.n = 0
+
+    def add(self, values: dict[str, Any]) -> None:
+        for name, col in self.cols.items():
+            col.append(values.get(name))
+        self.n += 1
+
+    def batch(self) -> pa.RecordBatch:
+        arrays = []
+        for f in self.schema:
+            t = self.types[f.name]
+            if f.name in TAIL_COLUMNS:
+                arrays.append(variant_column(self.cols[f.name]))
+            else:
+                arrays.append(typed_array(self.cols[f.name], t))
+        self.cols = {f.name: [] for f in self.schema}
+        self.n = 0
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+class TypedView:
+    """What ``view=space`` and ``view=state`` share: the space they read and a schema fixed when they are built.
+
+    Spark's pushed filters are not taken (``can_push`` is False): Spark applies them to the view's rows.
+    """
+
+    _schema: pa.Schema
+
+    def __init__(self, fmt: TarantoolXlogFormat, space: str) -> None:
+        self.fmt = fmt
+        _catalog, self.history = resolve_space(fmt, space)
+        self.space_id = self.history.space_id
+
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    def can_push(self, predicate: Predicate) -> bool:
+        return False
+
+
+class SpaceView(TypedView):
+    """The ``view=space`` part of a :class:`TarantoolXlogFormat` (built on the driver, pickled into tasks)."""
+
+    def __init__(self, fmt: TarantoolXlogFormat, space: str) -> None:
+        super().__init__(fmt, space)
+        self.reserved = tuple(n for n, _ in BASE_COLUMNS) + TAIL_COLUMNS + (fmt.common.corrupt_column,)
+        self.columns, self._schema = view_schema(
+            self.history.defined(), self.reserved, head=[pa.field(n, t) for n, t in BASE_COLUMNS], tail=TAIL_COLUMNS,
+            corrupt_column=fmt.common.corrupt_column_or_none)
+
+    def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate]) -> list[Split]:
+        xlogs = [f for f in files if file_key(f.uri)[1] == 1 and ".xlog" in f.uri.rsplit("/", 1)[-1]]
+        from spark_logsource.tarantool.format import _prune_by_lsn
+
+        return LogFormat.plan(self.fmt, _prune_by_lsn(xlogs, self.fmt.option_predicates))
+
+    def _raw_predicates(self) -> list[Predicate]:
+        return [p for p in self.fmt.option_predicates if p.column != "space_id"]
+
+    def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        out = _Rows(self._schema, self.columns)
+        size = self.fmt.common.batch_size
+        plans: dict[int, list[Any]] = {}  # id(SpaceDef) → its row plan
+        for row in iter_rows(split.uri, (self.space_id,), self.fmt.common, self._raw_predicates(),
+                             start=split.start, end=split.end):
+            if row.error is not None:
+                self._bad(out, row, row.error)
+            elif row.type in _CHANGE_TYPES:
+                try:
+                    out.add(self._typed(row, plans))
+                except (FieldTypeError, CorruptDataError) as exc:
+                    self._bad(out, row, CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: {exc}"))
+            if out.n >= size:
+                yield out.batch()
+        if out.n:
+            yield out.batch()
+
+    def _bad(self, out: _Rows, row: LogRow, error: CorruptDataError) -> None:
+        corrupt = self.fmt.common.corrupt_column
+
+        def keep(e: CorruptDataError) -> None:
+            out.add({"op": row.type, "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
+                     "replica_id": row.replica_id, corrupt: str(e)})
+
+        self.fmt.common.mode.handle(error, keep)
+
+    def _typed(self, row: LogRow, plans: dict[int, list[Any]]) -> dict[str, Any]:
+        space = self.history.at(row.position)
+        if space is None:
+            raise FieldTypeError(f"no format of space {self.space_id} is known at this point of the log")
+        values: dict[str, Any] = {"op": row.type, "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
+                                  "replica_id": row.replica_id}
+        if row.type in ("UPDATE", "DELETE"):
+            fields, extra = self.key_fields(space, row)
+        else:
+            if not isinstance(row.tuple, list):
+                raise FieldTypeError("the row has no tuple")
+            plan = plans.get(id(space))
+            if plan is None:
+                plan = plans[id(space)] = row_plan(space, self.columns, self.reserved)
+            fields, extra = row_fields(row.tuple, space, self.columns, self.reserved, plan)
+        values.update(fields)
+        values["extra_fields"] = extra
+        if row.type in ("UPDATE", "UPSERT"):
+            values["ops"] = row.ops
+        return values
+
+    def key_fields(self, space: SpaceDef, row: LogRow) -> tuple[dict[str, Any], list[Any] | None]:
+        parts = space.index_parts(row.index_id or 0)
+        if parts is None or not isinstance(row.key, list) or len(row.key) > len(parts):
+            raise FieldTypeError(f"the key {row.key!r} does not match index {row.index_id or 0} of the space")
+        out: dict[str, Any] = {}
+        extra: list[Any] = []
+        n = len(space.fields)
+        for value, fno in zip(row.key, parts, strict=False):
+            if fno < n:
+                f = space.fields[fno]
+                name = column_name(f.name, self.reserved)
+                try:
+                    out[name] = convert(value, f, self.columns[name])
+                except FieldTypeError as exc:
+                    raise FieldTypeError(f"key field {fno + 1} {f.name!r} ({f.type}): {exc}") from None
+            else:
+                extra.extend([None] * (fno - n + 1 - len(extra)))
+                extra[fno - n] = value
+        return out, (extra or None)

@@ -1,0 +1,1 @@
+"""Framing of Tarantool xlog/snap files: the meta header, fixheaders, checksums, blocks."""
