@@ -38,8 +38,8 @@ def test_space_rows_equal_xlog_pairs(typed_workload, captures):
     expected = [r for r in oracle if r["space_id"] == users_id]
     table = spark_logsource.read("tarantool-xlog", str(typed_workload.directory), view="space", space="users")
     names = table.schema.names
-    assert names[:5] == ["op", "lsn", "tsn", "timestamp", "replica_id"]
-    assert names[5:] == [f["name"] for f in new_fmt] + ["ops", "extra_fields", "_corrupt_record"]
+    assert names[:6] == ["op", "lsn", "tsn", "timestamp", "replica_id", "seq"]
+    assert names[6:] == [f["name"] for f in new_fmt] + ["ops", "extra_fields", "_corrupt_record"]
     types = {f.name: str(f.type) for f in table.schema}
     assert (types["id"], types["score"], types["balance"], types["uid"], types["blob"], types["active"]) == (
         "int64", "double", "decimal128(38, 18)", "string", "binary", "bool")

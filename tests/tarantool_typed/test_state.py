@@ -82,8 +82,10 @@ def test_ddl_history_rename_truncate_format_change_and_drop(tarantool_workloads)
     assert changes.schema.field("v").metadata == {b"variant": b"true"}  # string, then any: a variant column
     assert changes.schema.field("id").type == "int64" and "w" in changes.schema.names
     rows = [plain_row(r) for r in changes.to_pylist()]
-    assert [(r["op"], r["id"], r["v"]) for r in rows] == [("INSERT", 1, "x"), ("INSERT", 2, "after truncate")]
-    first, second = rows[0]["lsn"], rows[1]["lsn"]
+    assert [(r["op"], r["id"], r["v"]) for r in rows] == [
+        ("INSERT", 1, "x"), ("TRUNCATE", None, None), ("INSERT", 2, "after truncate")]
+    assert rows[0]["seq"] < rows[1]["seq"] < rows[2]["seq"]
+    first, second = rows[0]["lsn"], rows[2]["lsn"]
     # by its later name, as of each insert: the truncate between them empties the space
     assert [r["id"] for r in _state(tarantool_workloads["ddl"].directory, "ddl_a_renamed", asOfLsn=first)] == [1]
     assert [r["id"] for r in _state(tarantool_workloads["ddl"].directory, "ddl_a", asOfLsn=second - 1)] == []

@@ -1,7 +1,8 @@
 """Tarantool's data-change semantics in Python: UPDATE operations, UPSERT, REPLACE, DELETE on tuples by key.
 
-Used twice: to rebuild the ``_space`` / ``_index`` catalog (``catalog.py``) and to rebuild a user space's content
-(``state.py``).  The rules follow tarantool ``src/box/xrow_update*.c`` and ``memtx_space.c`` of 2.x, written down
+The one implementation of these rules, used to rebuild the ``_space`` / ``_index`` catalog (``catalog.py``), a user
+space's content (``state.py``) and the target rows a micro-batch of ``view=space`` changes touches (``apply.py``).
+The rules follow tarantool ``src/box/xrow_update*.c`` and ``memtx_space.c`` of 2.x, written down
 in ``docs/formats/tarantool-typed.md``:
 
 - An UPDATE's operations are ``[op, field, args...]``.  ``field`` is a number counted from the request's
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Context, Decimal, DecimalException
 from typing import Any
 
-__all__ = ["ReplayError", "TupleStore", "apply_update", "key_hash", "normalize_key"]
+__all__ = ["ReplayError", "TupleStore", "apply_update", "key_hash", "normalize_key", "rebase_ops"]
 
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
@@ -268,6 +269,30 @@ def apply_op(tup: list[Any], operation: Any, index_base: int, names: Mapping[str
     _apply_leaf(container, steps[-1], op, args, index_base)
 
 
+def rebase_ops(ops: Any, index_base: int, to: int = 1) -> Any:
+    """``ops`` with their numeric field numbers (and splice offsets) counted from ``to`` instead of ``index_base``.
+
+    Negative numbers count from the end and JSON paths (``[N]`` is always 1-based) do not depend on the base, so
+    only numbers at or above ``index_base`` change; anything that is not a well-formed operation is left as is
+    (replaying it reports it).
+    """
+    if index_base == to or not isinstance(ops, list):
+        return ops
+    out: list[Any] = []
+    for operation in ops:
+        if isinstance(operation, list) and len(operation) >= 2:
+            operation = list(operation)
+            op = operation[0].decode("ascii", "replace") if isinstance(operation[0], bytes) else operation[0]
+            field = operation[1]
+            if isinstance(field, int) and not isinstance(field, bool) and field >= index_base:
+                operation[1] = field - index_base + to
+            offset = operation[2] if op == ":" and len(operation) == 5 else None
+            if isinstance(offset, int) and not isinstance(offset, bool) and offset >= index_base:
+                operation[2] = offset - index_base + to
+        out.append(operation)
+    return out
+
+
 def apply_update(tup: Sequence[Any], ops: Any, index_base: int, names: Mapping[str, int]) -> list[Any]:
     """A new tuple: ``tup`` with every operation applied in order (raises :class:`ReplayError`)."""
     if not isinstance(ops, list):
@@ -316,7 +341,7 @@ class TupleStore:
     def _mine(self, key: tuple[Any, ...]) -> bool:
         return self.keep is None or self.keep(key)
 
-    def _find(self, key: Any, index_parts: Sequence[int] | None) -> tuple[Any, ...] | None:
+    def find(self, key: Any, index_parts: Sequence[int] | None) -> tuple[Any, ...] | None:
         """The primary key of the tuple that ``key`` (of the index with ``index_parts``; None = primary) names."""
         if not isinstance(key, list):
             raise ReplayError("request key is not an array")
@@ -336,13 +361,13 @@ class TupleStore:
             self.rows[key] = tup
 
     def delete(self, key: Any, index_parts: Sequence[int] | None) -> None:
-        pk = self._find(key, index_parts)
+        pk = self.find(key, index_parts)
         if pk is not None:
             del self.rows[pk]
 
     def update(self, key: Any, ops: Any, index_base: int, names: Mapping[str, int],
                index_parts: Sequence[int] | None) -> None:
-        pk = self._find(key, index_parts)
+        pk = self.find(key, index_parts)
         if pk is None:
             return
         new = apply_update(self.rows[pk], ops, index_base, names)
@@ -365,8 +390,10 @@ class TupleStore:
 
     def apply(self, rtype: str, *, key: Any, tup: Any, ops: Any, index_base: int, names: Mapping[str, int],
               index_parts: Sequence[int] | None) -> None:
-        """Apply one logged request (``rtype`` as in the ``type`` column)."""
-        if rtype in ("INSERT", "REPLACE"):
+        """Apply one logged request (``rtype`` as in the ``type`` column; ``TRUNCATE`` empties the space)."""
+        if rtype == "TRUNCATE":
+            self.clear()
+        elif rtype in ("INSERT", "REPLACE"):
             self.replace(tup)
         elif rtype == "DELETE":
             self.delete(key, index_parts)

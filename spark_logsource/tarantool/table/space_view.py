@@ -1,28 +1,42 @@
 """``view=space``: the changes of one space with its fields as typed columns (``docs/formats/tarantool-typed.md``).
 
-Columns: ``op, lsn, tsn, timestamp, replica_id``, one column per field name any format of the space ever had
-(``typed.py``), ``ops`` (variant: UPDATE / UPSERT operations), ``extra_fields`` (variant: the fields beyond the
-format, the first of them being field ``len(format) + 1``), and the corrupt-record column in PERMISSIVE mode.
+Columns: ``op, lsn, tsn, timestamp, replica_id, seq``, one column per field name any format of the space ever had
+(``typed.py``), ``ops`` (variant: UPDATE / UPSERT operations, field numbers 1-based), ``extra_fields`` (variant:
+the fields beyond the format, the first of them being field ``len(format) + 1``), and the corrupt-record column in
+PERMISSIVE mode.
 INSERT, REPLACE and UPSERT rows fill the fields from their tuple; UPDATE and DELETE rows fill the fields of the
 index key they name.  Each row is named by the format in force at its place in the log (``catalog.py``); a row
 no known format names, or whose values do not fit it, is a corrupt-record row (PERMISSIVE), a logged skip
 (DROPMALFORMED) or an error (FAILFAST) — never a guess.  Only ``.xlog`` rows are changes: snapshots are read
-for the catalog and by ``view=state``.
+for the catalog and by ``view=state``.  A ``_truncate`` row for the space is an ``op='TRUNCATE'`` row.
+
+``seq`` orders every change totally in the WAL's order: the signature (sum of the components) of the instance's
+vclock just after the row, which every logged row raises (each row carries its own LSN, above the vclock's
+component for its replica).  It is folded from the file's ``VClock:`` header over every row of the file before the
+row (:func:`wal_order`), so rows of other spaces count too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_logsource.errors import CorruptDataError, OptionError
 from spark_logsource.filters import Predicate
+from spark_logsource.io.fs import display_name, open_input
 from spark_logsource.logformat import LogFormat, Split
-from spark_logsource.tarantool.read.logrows import LogRow, file_key, iter_rows
-from spark_logsource.tarantool.table.catalog import Catalog, SpaceDef, SpaceHistory, build_catalog
+from spark_logsource.options import ParseMode
+from spark_logsource.tarantool.read.logrows import LogRow, file_key, iter_rows, read_vclock
+from spark_logsource.tarantool.read.prune import prune_by_lsn
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches
+from spark_logsource.tarantool.table.catalog import TRUNCATE_SPACE, Catalog, SpaceDef, SpaceHistory, build_catalog
+from spark_logsource.tarantool.table.replay import rebase_ops
 from spark_logsource.tarantool.table.typed import (
     FieldTypeError,
     column_name,
@@ -38,16 +52,62 @@ if TYPE_CHECKING:
     from spark_logsource.io.fs import FileEntry
     from spark_logsource.tarantool.format import TarantoolXlogFormat
 
-__all__ = ["SpaceView", "resolve_space"]
+__all__ = ["SpaceView", "resolve_space", "wal_order"]
 
 log = logging.getLogger(__name__)
 
 BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
     ("op", pa.string()), ("lsn", pa.int64()), ("tsn", pa.int64()),
-    ("timestamp", pa.timestamp("us", tz="UTC")), ("replica_id", pa.int32()),
+    ("timestamp", pa.timestamp("us", tz="UTC")), ("replica_id", pa.int32()), ("seq", pa.int64()),
 )
 TAIL_COLUMNS = ("ops", "extra_fields")
 _CHANGE_TYPES = ("INSERT", "REPLACE", "UPDATE", "DELETE", "UPSERT")
+
+
+def wal_order(uri: str, space_ids: Sequence[int], common: Any, start: int = 0,
+              end: int | None = None) -> dict[tuple[int, int], int]:
+    """``(replica_id, lsn)`` → ``seq`` for the rows of ``space_ids`` in the blocks starting in ``[start, end)``.
+
+    ``seq`` is the signature of the vclock after the row: the file's ``VClock:`` header (the vclock before its first
+    row) followed over every row from the file's start, whatever its space, since each one raises the component of
+    its replica to its LSN.  Done per batch with numpy: the raise of a row is its LSN minus the previous LSN of the
+    same replica (the running vclock's component for the first one), and ``seq`` the running sum of the raises.
+    """
+    path = display_name(uri)
+    vclock = dict(read_vclock(uri))
+    signature = sum(vclock.values())
+    options = XlogReadOptions(tuple_format="msgpack", common=dataclasses.replace(common, mode=ParseMode.PERMISSIVE))
+    wanted = np.asarray(sorted(space_ids), dtype=np.int64)
+    out: dict[tuple[int, int], int] = {}
+    with open_input(uri) as source:
+        for batch in iter_file_batches(source, path, start=0, end=end, options=options):
+            lsn = batch.column("lsn")
+            valid = lsn.is_valid()
+            if not pc.any(valid).as_py():
+                continue
+            kept = batch.filter(valid)
+            lsns = kept.column("lsn").to_numpy(zero_copy_only=False).astype(np.int64)
+            replicas = kept.column("replica_id").fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            order = np.argsort(replicas, kind="stable")
+            r_sorted, l_sorted = replicas[order], lsns[order]
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = r_sorted[1:] != r_sorted[:-1]
+            previous = np.empty_like(l_sorted)
+            previous[1:] = l_sorted[:-1]
+            previous[first] = [vclock.get(int(r), 0) for r in r_sorted[first]]
+            raises = np.empty_like(l_sorted)
+            raises[order] = l_sorted - previous
+            seqs = signature + np.cumsum(raises)
+            last = np.ones(len(order), dtype=bool)
+            last[:-1] = r_sorted[:-1] != r_sorted[1:]
+            vclock.update(zip(r_sorted[last].tolist(), l_sorted[last].tolist(), strict=True))
+            signature = int(seqs[-1])
+            spaces = kept.column("space_id").fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets = kept.column("offset").to_numpy(zero_copy_only=False)
+            mine = np.isin(spaces, wanted) & (offsets >= start)
+            out.update(zip(zip(replicas[mine].tolist(), lsns[mine].tolist(), strict=True), seqs[mine].tolist(),
+                           strict=True))
+    return out
 
 
 def resolve_space(fmt: TarantoolXlogFormat, space: str) -> tuple[Catalog, SpaceHistory]:
@@ -120,9 +180,7 @@ class SpaceView(TypedView):
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate]) -> list[Split]:
         xlogs = [f for f in files if file_key(f.uri)[1] == 1 and ".xlog" in f.uri.rsplit("/", 1)[-1]]
-        from spark_logsource.tarantool.format import _prune_by_lsn
-
-        return LogFormat.plan(self.fmt, _prune_by_lsn(xlogs, self.fmt.option_predicates))
+        return LogFormat.plan(self.fmt, prune_by_lsn(xlogs, self.fmt.option_predicates))
 
     def _raw_predicates(self) -> list[Predicate]:
         return [p for p in self.fmt.option_predicates if p.column != "space_id"]
@@ -131,35 +189,44 @@ class SpaceView(TypedView):
         out = _Rows(self._schema, self.columns)
         size = self.fmt.common.batch_size
         plans: dict[int, list[Any]] = {}  # id(SpaceDef) → its row plan
-        for row in iter_rows(split.uri, (self.space_id,), self.fmt.common, self._raw_predicates(),
+        spaces = (self.space_id, TRUNCATE_SPACE)
+        seqs = wal_order(split.uri, spaces, self.fmt.common, split.start, split.end)
+        for row in iter_rows(split.uri, spaces, self.fmt.common, self._raw_predicates(),
                              start=split.start, end=split.end):
+            seq = seqs.get((row.replica_id or 0, row.lsn or 0))
             if row.error is not None:
                 self._bad(out, row, row.error)
+            elif row.space_id == TRUNCATE_SPACE:
+                # a truncate writes the space's _truncate row; a drop deletes it (not a truncate)
+                target = row.tuple if isinstance(row.tuple, list) else row.key
+                if row.type != "DELETE" and isinstance(target, list) and target and target[0] == self.space_id:
+                    out.add({"op": "TRUNCATE", "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
+                             "replica_id": row.replica_id, "seq": seq})
             elif row.type in _CHANGE_TYPES:
                 try:
-                    out.add(self._typed(row, plans))
+                    out.add(self._typed(row, plans, seq))
                 except (FieldTypeError, CorruptDataError) as exc:
-                    self._bad(out, row, CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: {exc}"))
+                    self._bad(out, row, CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: {exc}"), seq)
             if out.n >= size:
                 yield out.batch()
         if out.n:
             yield out.batch()
 
-    def _bad(self, out: _Rows, row: LogRow, error: CorruptDataError) -> None:
+    def _bad(self, out: _Rows, row: LogRow, error: CorruptDataError, seq: int | None = None) -> None:
         corrupt = self.fmt.common.corrupt_column
 
         def keep(e: CorruptDataError) -> None:
             out.add({"op": row.type, "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
-                     "replica_id": row.replica_id, corrupt: str(e)})
+                     "replica_id": row.replica_id, "seq": seq, corrupt: str(e)})
 
         self.fmt.common.mode.handle(error, keep)
 
-    def _typed(self, row: LogRow, plans: dict[int, list[Any]]) -> dict[str, Any]:
+    def _typed(self, row: LogRow, plans: dict[int, list[Any]], seq: int | None) -> dict[str, Any]:
         space = self.history.at(row.position)
         if space is None:
             raise FieldTypeError(f"no format of space {self.space_id} is known at this point of the log")
         values: dict[str, Any] = {"op": row.type, "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
-                                  "replica_id": row.replica_id}
+                                  "replica_id": row.replica_id, "seq": seq}
         if row.type in ("UPDATE", "DELETE"):
             fields, extra = self.key_fields(space, row)
         else:
@@ -172,7 +239,7 @@ class SpaceView(TypedView):
         values.update(fields)
         values["extra_fields"] = extra
         if row.type in ("UPDATE", "UPSERT"):
-            values["ops"] = row.ops
+            values["ops"] = rebase_ops(row.ops, row.index_base)  # 1-based, as Lua's box API numbers fields
         return values
 
     def key_fields(self, space: SpaceDef, row: LogRow) -> tuple[dict[str, Any], list[Any] | None]:

@@ -29,6 +29,7 @@ import pyarrow as pa
 from spark_logsource.arrow.jsontext import to_json
 from spark_logsource.errors import CorruptDataError, OptionError
 from spark_logsource.filters import Predicate
+from spark_logsource.io.fs import base_name
 from spark_logsource.logformat import Split
 from spark_logsource.tarantool.read.logrows import LogRow, file_key, iter_rows, read_vclock
 from spark_logsource.tarantool.table.catalog import INDEX_SPACE, TRUNCATE_SPACE, SpaceDef
@@ -68,7 +69,7 @@ class StateView(TypedView):
 
     # --- planning (driver) --------------------------------------------------------------------------------------
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate]) -> list[Split]:
-        logs = sorted((f for f in files if f.uri.split("?")[0].endswith((".snap", ".xlog"))),
+        logs = sorted((f for f in files if base_name(f.uri).endswith((".snap", ".xlog"))),
                       key=lambda f: (file_key(f.uri), f.uri))
         snap, snap_vclock = None, {}
         for f in logs:
