@@ -76,8 +76,9 @@ def _storage_error(path: str, scheme: str, exc: BaseException) -> StorageError:
     full, shown = normalize_path(path), display_name(path)
     for spelling in (path, full):  # pyarrow may quote the whole URI, query string included
         detail = detail.replace(spelling, shown)
-    if "?" in full:
-        detail = detail.replace(full.split("?", 1)[1], "...")
+    query = split_query(full)[1][1:]
+    if query:
+        detail = detail.replace(query, "...")
     hint = _SETUP_HINTS.get(scheme, _UNKNOWN_SCHEME_HINT)
     return StorageError(shown, f"cannot open {scheme}:// storage: {detail}; {hint}")
 
@@ -132,10 +133,7 @@ def locate(path: str) -> Location:
         return Location(pafs.LocalFileSystem(), path, "", "", "")
     scheme, rest = path.split("://", 1)
     scheme = scheme.lower()
-    query = ""
-    if "?" in rest:
-        rest, query = rest.split("?", 1)
-        query = "?" + query
+    rest, query = split_query(rest)
     if scheme == "file":
         return Location(pafs.LocalFileSystem(), "/" + rest.lstrip("/"), scheme, "", "")
     authority, _, tail = rest.partition("/")
@@ -159,12 +157,25 @@ def resolve(path: str) -> tuple[pafs.FileSystem, str]:
     return loc.fs, loc.inner
 
 
+def split_query(uri: str) -> tuple[str, str]:
+    """``uri`` cut before its query string (file system settings, possibly credentials): ``("s3://b/k.xlog",
+    "?region=x")``, or ``(uri, "")`` when it has none. The one place a URI's query is taken off or kept apart."""
+    base, sep, query = uri.partition("?")
+    return base, sep + query
+
+
+def base_name(uri: str) -> str:
+    """The file name of ``uri``, without its query string (``s3://b/wal/00000000000000000005.xlog?region=x`` →
+    ``00000000000000000005.xlog``): what formats recognise their files by."""
+    return posixpath.basename(split_query(uri)[0])
+
+
 def display_name(uri: str) -> str:
     """``uri`` without its query string (S3 settings, possibly credentials) and with any secret of its authority
     (``abfs://container:KEY@account...``) masked: what the ``file`` column, logs and errors show."""
     if not is_uri(uri):
         return uri
-    scheme, sep, rest = uri.split("?", 1)[0].partition("://")
+    scheme, sep, rest = split_query(uri)[0].partition("://")
     authority, slash, path = rest.partition("/")
     userinfo, at, host = authority.rpartition("@")
     if at and ":" in userinfo:
@@ -211,7 +222,7 @@ def list_files(
     for path in paths:
         entries = _expand_one(path, accept_name=accept_name, recursive=recursive, warn_empty=warn_empty)
         if glob_filter:
-            entries = [e for e in entries if fnmatch.fnmatchcase(posixpath.basename(e.uri.split("?")[0]), glob_filter)]
+            entries = [e for e in entries if fnmatch.fnmatchcase(base_name(e.uri), glob_filter)]
         for entry in entries:
             found[entry.uri] = entry
     return sorted(found.values())

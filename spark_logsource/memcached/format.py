@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -35,11 +34,10 @@ from spark_logsource.memcached.protocol import (
     RESPONSE_MAGIC,
     TAP_EXTRAS,
 )
+from spark_logsource.memcached.stream import TapStream
 from spark_logsource.memcached.tap import BatchSpec, packet_batches, tap_schema
 from spark_logsource.options import OptionMap
-
-if TYPE_CHECKING:
-    from spark_logsource.streaming.stream import LogStream
+from spark_logsource.streaming.stream import LogStream
 
 log = logging.getLogger(__name__)
 
@@ -165,8 +163,6 @@ class MemcachedTapFormat(LogFormat):
 
     # --- streaming -----------------------------------------------------------------------------------------------
     def stream(self) -> LogStream:
-        from spark_logsource.memcached.stream import TapStream
-
         if self.endpoint is None:
             raise OptionError("uri", "readStream of memcached-tap needs a live server: option uri=tap://host:port")
         if self.takeover:

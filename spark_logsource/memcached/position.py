@@ -11,44 +11,61 @@ delivery guarantees).
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from spark_logsource.errors import OptionError
 from spark_logsource.memcached.client import BACKFILL_NOW
+from spark_logsource.streaming.stream import Offset, compare_keys
 
 KIND = "memcached-tap"
 
 
 @dataclass(frozen=True, slots=True)
 class TapOffset:
+    """Packets received up to here in one session (the module docstring); a
+    :class:`~spark_logsource.streaming.stream.Position`, ordered within its session only."""
+
     source: str
     name: str
     session: str
     n: int
     seq: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_offset(self) -> Offset:
         return {"v": 1, "kind": KIND, "source": self.source, "name": self.name, "session": self.session,
                 "n": self.n, "seq": self.seq}
 
     @classmethod
-    def from_json(cls, offset: dict[str, Any] | str, source: str) -> TapOffset:
+    def from_offset(cls, offset: Mapping[str, Any] | str, *, option: str = "startingPosition",
+                    source: str | None = None) -> TapOffset:
+        """The offset (or its JSON text); with ``source``, an offset of another server is refused."""
         if isinstance(offset, str):
-            import json
-
             offset = json.loads(offset)
-        if not isinstance(offset, dict) or offset.get("kind") != KIND or offset.get("v") != 1:
-            raise OptionError("startingPosition", f"not a {KIND} offset: {offset!r}")
-        if offset.get("source") != source:
+        if not isinstance(offset, Mapping) or offset.get("kind") != KIND or offset.get("v") != 1:
+            raise OptionError(option, f"not a {KIND} offset: {offset!r}")
+        if source is not None and offset.get("source") != source:
             raise OptionError("uri", f"the checkpoint's offset is of {offset.get('source')!r}, not {source!r}")
+        source = str(offset.get("source", ""))
         n = offset.get("n")
         if not isinstance(n, int) or n < 0:
-            raise OptionError("startingPosition", f"bad packet count in offset {offset!r}")
+            raise OptionError(option, f"bad packet count in offset {offset!r}")
         seq = offset.get("seq")
         return cls(source, str(offset.get("name", "")), str(offset.get("session", "")), n,
                    seq if isinstance(seq, int) else None)
+
+    def compare(self, other: TapOffset) -> int:
+        """By packet count within one session; offsets of two sessions are not ordered by themselves (the stream
+        puts its own session's after every other)."""
+        if self.session != other.session:
+            raise ValueError(f"offsets of two TAP sessions ({self.session}, {other.session}) are not ordered")
+        return compare_keys(self.n, other.n)
+
+    def describe(self) -> str:
+        return f"packet {self.n} of session {self.session} of {self.source}"
 
 
 def resume_offset(text: str | None, source: str) -> TapOffset | None:
@@ -56,7 +73,7 @@ def resume_offset(text: str | None, source: str) -> TapOffset | None:
     if text is None or not text.strip().startswith("{"):
         return None
     try:
-        return TapOffset.from_json(text.strip(), source)
+        return TapOffset.from_offset(text.strip(), source=source)
     except ValueError as exc:  # OptionError is a ValueError; so is bad JSON
         raise OptionError("startingPosition", f"not a {KIND} offset: {exc}") from None
 

@@ -106,22 +106,22 @@ class TapStream(LogStream):
 
     # --- offsets -------------------------------------------------------------------------------------------------
     def _offset(self, n: int, seq: int | None) -> Offset:
-        return TapOffset(self.source, self.name, self.session, n, seq).to_json()
+        return TapOffset(self.source, self.name, self.session, n, seq).to_offset()
 
     def _ours(self, offset: Offset) -> TapOffset | None:
-        parsed = TapOffset.from_json(offset, self.source)
+        parsed = TapOffset.from_offset(offset, source=self.source)
         return parsed if parsed.session == self.session else None
 
     def initial_offset(self) -> Offset:
         """A new session's start, or the offset given as ``startingPosition`` (a run that resumes)."""
         resumed = resume_offset(self.fmt.starting_position, self.source)
-        return resumed.to_json() if resumed is not None else self._offset(0, None)
+        return resumed.to_offset() if resumed is not None else self._offset(0, None)
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
         """Offsets of one session compare by packet count; an earlier session's offsets all come before ours."""
-        oa, ob = TapOffset.from_json(a, self.source), TapOffset.from_json(b, self.source)
+        oa, ob = TapOffset.from_offset(a, source=self.source), TapOffset.from_offset(b, source=self.source)
         if oa.session == ob.session:
-            return (oa.n > ob.n) - (oa.n < ob.n)
+            return oa.compare(ob)
         if oa.session == self.session:
             return 1
         if ob.session == self.session:
@@ -193,7 +193,7 @@ class TapStream(LogStream):
             # for our ACK from stalling the query. follow() commits before asking, so nothing changes there.
             self._acknowledge(begin)
         if mine is None and self._conn is None:
-            previous = TapOffset.from_json(start, self.source)
+            previous = TapOffset.from_offset(start, source=self.source)
             if previous.n:
                 self._resume_seq = previous.seq
                 log.info("%s: resuming after session %s: the server re-sends what that session did not commit",

@@ -17,15 +17,20 @@ Who calls what (see ``docs/ARCHITECTURE.md``):
 A source that cannot serve a range any more (files collected, the server's log purged) raises
 :class:`~spark_logsource.errors.DataLossError` naming the missing range, unless the user set
 ``failOnDataLoss=false``, in which case it logs a warning and continues from the oldest position still there.
+
+A *position* is the database's own place in its log at a transaction boundary (a file and byte with a vclock,
+a binlog file and position with a GTID state, per-tablet segments and bytes, a count of packets received), and
+an offset is its JSON. Each database has one position class in its ``position.py`` that follows
+:class:`Position`; its stream's ``compare_offsets`` is :func:`compare_positions` of that class.
 """
 
 from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import pyarrow as pa
 
@@ -39,6 +44,40 @@ Offset = dict[str, Any]
 def offset_json(offset: Offset) -> str:
     """The offset as the canonical JSON text Spark stores (no key sorting: key order is part of the offset)."""
     return json.dumps(offset, separators=(",", ":"))
+
+
+class Position(Protocol):
+    """A place in one log (module docstring): to and from its offset JSON, ordered, and in words."""
+
+    def to_offset(self) -> Offset:
+        """The offset JSON object: ``{"v": 1, "kind": <format>, <source identity>, <position>}``, keys in order."""
+        ...
+
+    @classmethod
+    def from_offset(cls, offset: Mapping[str, Any], *, option: str = "offset") -> Self:
+        """The position an offset holds; :class:`~spark_logsource.errors.OptionError` naming ``option`` when the
+        offset is not one of this source's."""
+        ...
+
+    def compare(self, other: Self) -> int:
+        """-1, 0 or 1 as this position is before, at or after ``other`` in the log; ValueError when the two are
+        not ordered (positions of different sessions, or each ahead on some part of the log)."""
+        ...
+
+    def describe(self) -> str:
+        """The position in words, for messages (never a credential)."""
+        ...
+
+
+def compare_positions(position_type: type[Position], a: Offset, b: Offset) -> int:
+    """:meth:`LogStream.compare_offsets` for a source whose offsets each hold one ``position_type``."""
+    return position_type.from_offset(a, option="offset").compare(position_type.from_offset(b, option="offset"))
+
+
+def compare_keys(a: Any, b: Any) -> int:
+    """-1, 0 or 1 as the sort key ``a`` is below, equal to or above ``b``: :meth:`Position.compare` of a total
+    order."""
+    return int(a > b) - int(a < b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +142,8 @@ class LogStream(abc.ABC):
 
         Needed only to honour Spark's ``trigger(availableNow=True)`` on 4.2+ (never go past the target recorded
         when the query started); a stream that does not override it still works, with one micro-batch up to the
-        offset seen at start (Spark's own fallback).
+        offset seen at start (Spark's own fallback). A source with a :class:`Position` class overrides it with
+        :func:`compare_positions`.
         """
         if offset_json(a) == offset_json(b):
             return 0

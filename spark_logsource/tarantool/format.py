@@ -10,39 +10,33 @@ Options (case-insensitive, Spark's conventions; ``docs/formats/tarantool-xlog.md
 (``mode``, ``columnNameOfCorruptRecord``, ``batchSize``, ``verifyChecksums``, ``maxPartitionBytes``,
 ``pathGlobFilter``, ``recursiveFileLookup``).
 
-File pruning: an xlog named in a directory holds, for each replica ``r``, the LSNs ``(V[r], V'[r]]`` where ``V``
-is its own ``VClock:`` header and ``V'`` the header of the next xlog of the same instance, when that next file's
-``PrevVClock:`` says it directly follows (Tarantool writes the vclock at rotation; see ``src/box/wal.c``).
-Files whose ranges cannot meet the requested LSN range are not read at all. Snapshots are never pruned by LSN:
-their rows carry a counter, not the instance's LSNs.
+File pruning by LSN range: :func:`spark_logsource.tarantool.read.prune.prune_by_lsn`.
 """
 
 from __future__ import annotations
 
-import logging
-import posixpath
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import LogSourceError, OptionError
-from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
+from spark_logsource.errors import OptionError
+from spark_logsource.filters import Predicate, filter_batches, in_filter, range_filter
 from spark_logsource.io.fs import FileEntry, display_name, open_input
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.stream import LogStream
-from spark_logsource.tarantool.decode.names import REQUEST_TYPES
-from spark_logsource.tarantool.read.reader import XlogMeta, XlogReadOptions, iter_file_batches, read_meta, xlog_schema
+from spark_logsource.tarantool.iproto import REQUEST_TYPES
+from spark_logsource.tarantool.read.prune import prune_by_lsn
+from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches, xlog_schema
 from spark_logsource.tarantool.stream.tail import TarantoolDirStream, parse_stream_options
+from spark_logsource.tarantool.table.stream import SpaceDirStream
+from spark_logsource.tarantool.table.views import make_typed_view
 
 if TYPE_CHECKING:
     from spark_logsource.tarantool.table.space_view import SpaceView
     from spark_logsource.tarantool.table.state import StateView
-
-log = logging.getLogger(__name__)
 
 TUPLE_FORMATS = ("variant", "json", "msgpack")
 INT32_MAX = (1 << 31) - 1
@@ -119,8 +113,6 @@ class TarantoolXlogFormat(LogFormat):
     def typed(self) -> SpaceView | StateView:
         """The ``view=space`` / ``view=state`` reader (``space_view.py``, ``state.py``), built once, on the driver."""
         if self._typed is None:
-            from spark_logsource.tarantool.table.views import make_typed_view
-
             assert self.typed_view is not None  # asked for by the methods a view= read reaches
             self._typed = make_typed_view(self, self.typed_view)
         return self._typed
@@ -131,11 +123,17 @@ class TarantoolXlogFormat(LogFormat):
         return super().can_push(predicate)
 
     def stream(self) -> LogStream:
-        """``readStream`` / :func:`~spark_logsource.api.follow`: tail the WAL directory (``docs/streaming.md``)."""
+        """``readStream`` / :func:`~spark_logsource.api.follow`: tail the WAL directory (``docs/streaming.md``);
+        ``view=space`` tails it with one space's typed rows (``tarantool/table/stream.py``)."""
+        if self.typed_view is not None and self.typed_view["view"] == "space":
+            return SpaceDirStream(self)
         if self.typed_view is not None:
-            raise OptionError("view", f"view={self.typed_view['view']} is available in batch reads only for now "
+            raise OptionError("view", f"view={self.typed_view['view']} is available in batch reads only "
                                       "(spark.read, spark_logsource.read, spark-logsource cat); a stream reads "
-                                      "the rows view (no view option)")
+                                      "the rows view (no view option) or view=space")
+        if self.stream_options.starting == "snapshot":
+            raise OptionError("startingPosition", "startingPosition=snapshot needs view=space (the rows view "
+                                                  "streams xlogs only: start at earliest, latest or an offset)")
         return TarantoolDirStream(self)
 
     def accept_file_name(self, name: str) -> bool:
@@ -147,7 +145,7 @@ class TarantoolXlogFormat(LogFormat):
         if self.typed_view is not None:
             return self.typed().plan(files, predicates)
         everything = (*self.option_predicates, *predicates)
-        keep = _prune_by_lsn(files, everything)
+        keep = prune_by_lsn(files, everything)
         return super().plan(keep, predicates)
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
@@ -180,81 +178,3 @@ def _typed_view_options(opts: OptionMap) -> dict[str, Any] | None:
         if value is not None and view != "state":
             raise OptionError(name, "applies to view=state only")
     return {"view": view, "space": space, "as_of_lsn": as_of, "partitions": parts or 4}
-
-
-@dataclass(frozen=True, slots=True)
-class _XlogHead:
-    entry: FileEntry
-    meta: XlogMeta
-
-
-def _prune_by_lsn(files: Sequence[FileEntry], predicates: Iterable[Predicate]) -> list[FileEntry]:
-    """``files`` without the xlogs whose LSN ranges cannot satisfy ``predicates`` (order kept)."""
-    predicates = list(predicates)
-    low, low_inc, high, high_inc = value_range(predicates, "lsn")
-    if low is None and high is None:
-        return list(files)
-    lo = None if low is None else (low if low_inc else low + 1)  # smallest wanted LSN
-    hi = None if high is None else (high if high_inc else high - 1)  # largest wanted LSN
-    replicas = allowed_values(predicates, "replica_id")
-    heads = []
-    for entry in files:
-        if not _base_name(entry.uri).endswith((".xlog", ".xlog.inprogress")):
-            continue
-        try:
-            with open_input(entry.uri) as source:
-                meta = read_meta(source, display_name(entry.uri))
-        except (LogSourceError, OSError) as exc:  # a broken header: read the file and let modes handle it
-            log.info("not pruning %s: %s", display_name(entry.uri), exc)
-            continue
-        heads.append(_XlogHead(entry, meta))
-    skip: set[str] = set()
-    by_chain: dict[tuple[str, str | None], list[_XlogHead]] = {}
-    for head in heads:
-        by_chain.setdefault((posixpath.dirname(head.entry.uri), head.meta.instance_uuid), []).append(head)
-    for chain in by_chain.values():
-        chain.sort(key=lambda h: (sum(h.meta.vclock.values()), h.entry.uri))
-        for i, head in enumerate(chain):
-            nxt = chain[i + 1] if i + 1 < len(chain) else None
-            upper = nxt.meta.vclock if nxt is not None and _follows(head.meta, nxt.meta) else None
-            if not _may_hold(head.meta.vclock, upper, lo, hi, replicas):
-                skip.add(head.entry.uri)
-    if skip:
-        log.info("LSN range [%s, %s] skips %d of %d files", lo, hi, len(skip), len(files))
-    return [f for f in files if f.uri not in skip]
-
-
-def _follows(prev: XlogMeta, nxt: XlogMeta) -> bool:
-    if nxt.prev_vclock is not None:
-        return _same_vclock(nxt.prev_vclock, prev.vclock)
-    return all(nxt.vclock.get(r, 0) >= v for r, v in prev.vclock.items())
-
-
-def _same_vclock(a: dict[int, int], b: dict[int, int]) -> bool:
-    keys = set(a) | set(b)
-    return all(a.get(k, 0) == b.get(k, 0) for k in keys)
-
-
-def _may_hold(
-    start: dict[int, int], end: dict[int, int] | None, lo: int | None, hi: int | None, replicas: set[int] | None
-) -> bool:
-    """Whether a file spanning vclocks (start, end] may hold an LSN in [lo, hi] of one of ``replicas``."""
-    if end is None:
-        candidates = replicas if replicas is not None else None
-        if candidates is None:
-            return True  # a replica unknown to the header may have written LSNs from 1 on
-        return any(hi is None or start.get(r, 0) < hi for r in candidates)
-    candidates = set(replicas) if replicas is not None else set(start) | set(end)
-    for r in candidates:
-        # A component missing from a header is 0 (vclock_to_string omits zeros); local-space rows (group_id 1)
-        # count in component 0 since 2.2 and are covered like any other replica's.
-        first, last = start.get(r, 0) + 1, end.get(r, 0)
-        if first > last:
-            continue
-        if (lo is None or last >= lo) and (hi is None or first <= hi):
-            return True
-    return False
-
-
-def _base_name(uri: str) -> str:
-    return posixpath.basename(uri.split("?", 1)[0])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_logsource.errors import OptionError
+from spark_logsource.streaming.stream import compare_keys
 
 __all__ = ["KIND", "DirPosition", "file_signature", "parse_starting_position", "vclock_rows", "vclock_text"]
 
@@ -37,8 +38,10 @@ def file_signature(name: str) -> int:
             from None
 
 
-def vclock_text(vclock: Mapping[int, int]) -> str:
-    """Tarantool's spelling of a vclock: ``{1: 5120, 2: 7}``."""
+def vclock_text(vclock: Mapping[int, int] | None) -> str:
+    """Tarantool's spelling of a vclock: ``{1: 5120, 2: 7}`` (``{}`` for none)."""
+    if vclock is None:
+        return "{}"
     return "{" + ", ".join(f"{r}: {lsn}" for r, lsn in sorted(vclock.items())) + "}"
 
 
@@ -67,6 +70,10 @@ class DirPosition:
 
     def sort_key(self) -> tuple[int, int]:
         return (self.signature, self.pos)
+
+    def compare(self, other: DirPosition) -> int:
+        """-1, 0 or 1 as this position is before, at or after ``other`` (:class:`~.streaming.stream.Position`)."""
+        return compare_keys(self.sort_key(), other.sort_key())
 
     def to_offset(self) -> dict[str, Any]:
         """The JSON offset, keys in their fixed order."""

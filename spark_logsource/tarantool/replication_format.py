@@ -41,8 +41,9 @@ from spark_logsource.options import OptionMap
 from spark_logsource.streaming.retry import parse_reconnect
 from spark_logsource.tarantool.format import TUPLE_FORMATS, TarantoolXlogFormat, row_filters
 from spark_logsource.tarantool.read.reader import xlog_schema
-from spark_logsource.tarantool.stream.client import MAX_PACKET_BYTES, Endpoint
+from spark_logsource.tarantool.stream.handshake import Endpoint
 from spark_logsource.tarantool.stream.live import LiveSlice, LiveStream, parse_offset
+from spark_logsource.tarantool.stream.packets import MAX_PACKET_BYTES
 
 _NAMED_POSITIONS = ("latest", "earliest", "snapshot")
 

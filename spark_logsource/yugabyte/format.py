@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -31,10 +30,11 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate, allowed_values, filter_batches, in_filter, range_filter, value_range
-from spark_logsource.io.fs import FileEntry, display_name, list_files
+from spark_logsource.io.fs import FileEntry, display_name, list_files, split_query
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.yugabyte.messages import OP_TYPES
+from spark_logsource.yugabyte.position import SEGMENT_NAME, segment_seqno
 from spark_logsource.yugabyte.reader import (
     VALUE_FORMATS,
     VIEWS,
@@ -50,7 +50,6 @@ from spark_logsource.yugabyte.tail import YugabyteWalStream, parse_stream_option
 log = logging.getLogger(__name__)
 
 INT64_MAX = (1 << 63) - 1
-_SEGMENT_NAME = re.compile(r"^wal-(\d+)$")
 _OP_BY_NAME = {name.lower(): name for name in OP_TYPES.values()}
 _CAT_AND_FOLLOW = frozenset({"cat", "follow"})
 
@@ -88,19 +87,14 @@ class TabletGroup:
 
 
 def _folder_of(uri: str) -> tuple[str, str]:
-    base, sep, query = uri.partition("?")
-    return posixpath.dirname(base), sep + query
+    base, query = split_query(uri)
+    return posixpath.dirname(base), query
 
 
 def _tablet_group(compact: tuple[Any, ...]) -> TabletGroup:
     return TabletGroup(tuple(
         TabletRef(table_id, tablet_id, tuple((f"{folder}/{name}{query}", size) for name, size in names))
         for table_id, tablet_id, folder, query, names in compact))
-
-
-def segment_seqno(uri: str) -> int | None:
-    m = _SEGMENT_NAME.match(posixpath.basename(display_name(uri)))
-    return int(m.group(1)) if m else None
 
 
 class YugabyteWalFormat(LogFormat):
@@ -124,7 +118,7 @@ class YugabyteWalFormat(LogFormat):
     @classmethod
     def sniff(cls, name: str, head: bytes) -> bool:
         """A ``wal-NNNNNNNNN`` segment name, or a segment's magic (docs/formats/yugabyte-wal.md)."""
-        return _SEGMENT_NAME.match(name) is not None or head.startswith((HEADER_MAGIC, ENCRYPTED_MAGIC))
+        return SEGMENT_NAME.match(name) is not None or head.startswith((HEADER_MAGIC, ENCRYPTED_MAGIC))
 
     def _parse_options(self, opts: OptionMap) -> None:
         self.view = opts.choice("view", VIEWS, "operations")
@@ -154,7 +148,7 @@ class YugabyteWalFormat(LogFormat):
     def accept_file_name(self, name: str) -> bool:
         # wal-NNNNNNNNN only: index.NNNNNNNNN (the log index), .tmp.newsegment* (preallocation) and the rest are not
         # segments.
-        return _SEGMENT_NAME.match(name) is not None
+        return SEGMENT_NAME.match(name) is not None
 
     def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
         paths = list(paths) if paths is not None else self.paths

@@ -13,15 +13,28 @@ streamed directory, in sorted order; a tablet missing from an offset has not bee
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from spark_logsource.errors import OptionError
-from spark_logsource.streaming.stream import Offset
+from spark_logsource.io.fs import display_name
+from spark_logsource.streaming.stream import Offset, compare_keys
 
-__all__ = ["KIND", "TabletPosition", "offset_of", "parse_offset", "parse_starting_position"]
+__all__ = ["KIND", "SEGMENT_NAME", "TabletPosition", "WalPosition", "offset_of", "parse_offset",
+           "parse_starting_position", "segment_seqno"]
 
 KIND = "yugabyte-wal"
+#: A segment's file name, ``wal-<sequence number>``: the ``seg`` of a position, and the order of a tablet's files.
+SEGMENT_NAME = re.compile(r"^wal-(\d+)$")
+
+
+def segment_seqno(uri: str) -> int | None:
+    """The sequence number in a segment's file name (``wal-000000002`` → 2); None for another name."""
+    m = SEGMENT_NAME.match(posixpath.basename(display_name(uri)))
+    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +49,54 @@ class TabletPosition:
     def to_json(self) -> dict[str, Any]:
         return {"seg": self.seg, "file": f"wal-{self.seg:09d}", "pos": self.pos, "index": self.index}
 
+    def describe(self) -> str:
+        return f"wal-{self.seg:09d} at byte {self.pos}"
+
+
+@dataclass(frozen=True)
+class WalPosition:
+    """The position of a whole WAL directory: each tablet's (:class:`~spark_logsource.streaming.stream.Position`).
+
+    Positions are ordered tablet by tablet: one is before another when it is behind on some tablet and ahead on
+    none (a tablet it does not name is not read yet, behind any position of it); two that are each ahead on some
+    tablet are not ordered.
+    """
+
+    tablets: dict[str, TabletPosition] = field(default_factory=dict)
+
+    def to_offset(self) -> Offset:
+        return offset_of(self.tablets)
+
+    @classmethod
+    def from_offset(cls, offset: Mapping[str, Any], *, option: str = "offset") -> WalPosition:
+        return cls(parse_offset(offset, option))
+
+    def compare(self, other: WalPosition) -> int:
+        a, b = self.tablets, other.tablets
+        keys = set(a) | set(b)
+        less = any(k not in a or (k in b and compare_keys(a[k].sort_key(), b[k].sort_key()) < 0) for k in keys)
+        more = any(k not in b or (k in a and compare_keys(a[k].sort_key(), b[k].sort_key()) > 0) for k in keys)
+        if less and not more:
+            return -1
+        if more and not less:
+            return 1
+        if not less and not more:
+            return 0
+        raise ValueError("offsets are not ordered (each is ahead on some tablet)")
+
+    def describe(self) -> str:
+        if not self.tablets:
+            return "the start of the directory"
+        return "; ".join(f"{key}: {self.tablets[key].describe()}" for key in sorted(self.tablets))
+
 
 def offset_of(tablets: dict[str, TabletPosition]) -> Offset:
     return {"v": 1, "kind": KIND, "tablets": {key: tablets[key].to_json() for key in sorted(tablets)}}
 
 
-def parse_offset(offset: Offset, option: str = "offset") -> dict[str, TabletPosition]:
+def parse_offset(offset: Mapping[str, Any], option: str = "offset") -> dict[str, TabletPosition]:
     """The per-tablet positions of an offset (OptionError naming ``option`` when it is not one of ours)."""
-    if not isinstance(offset, dict) or offset.get("v") != 1 or offset.get("kind") != KIND:
+    if not isinstance(offset, Mapping) or offset.get("v") != 1 or offset.get("kind") != KIND:
         raise OptionError(option, f"not a yugabyte-wal offset (v 1): {json.dumps(offset)[:200]}")
     tablets = offset.get("tablets")
     if not isinstance(tablets, dict):

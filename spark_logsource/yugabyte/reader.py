@@ -29,12 +29,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from spark_logsource.arrow.batching import MAX_BATCH_BYTES, cut_batches
 from spark_logsource.arrow.columns import variant_array, variant_field
 from spark_logsource.arrow.jsontext import to_json
 from spark_logsource.arrow.variant import encode_variant
 from spark_logsource.errors import CorruptDataError, DecodeError
 from spark_logsource.filters import Predicate, apply_predicates
-from spark_logsource.io.fs import display_name, open_input
+from spark_logsource.framing import BadRange
+from spark_logsource.io.fs import display_name, open_input, split_query
 from spark_logsource.options import CommonOptions
 from spark_logsource.yugabyte.catalog import SchemaCatalog
 from spark_logsource.yugabyte.docdb import decode_pairs
@@ -118,7 +120,7 @@ class TabletRef:
 
 def tablet_ids_from_path(uri: str) -> tuple[str | None, str | None]:
     """``(table_id, tablet_id)`` from ``.../table-<id>/tablet-<id>/wal-N`` (None where the folders differ)."""
-    path = display_name(uri).split("?", 1)[0]
+    path = split_query(display_name(uri))[0]
     tablet_dir = posixpath.dirname(path)
     table_dir = posixpath.dirname(tablet_dir)
     tablet = posixpath.basename(tablet_dir)
@@ -157,6 +159,40 @@ class _SegmentCtx:
     seqno: int | None
 
 
+def _nbytes(value: str | bytes | None) -> int:
+    """Bytes ``value`` puts into an Arrow string or binary column (UTF-8 for text)."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and not value.isascii():
+        return len(value.encode())
+    return len(value)
+
+
+def _nested_bytes(cell: tuple[Any, Any] | None) -> int:
+    """Bytes of an encoded nested cell: a Variant's value and metadata, or JSON text."""
+    return 0 if cell is None else _nbytes(cell[0]) + _nbytes(cell[1])
+
+
+class _Rows:
+    """Rows held as column lists, with the variable-width bytes of each: a chunk as
+    :mod:`spark_logsource.arrow.batching` defines it, so the builder cuts batches by the same rule as the other
+    formats (at most ``batchSize`` rows and :data:`~spark_logsource.arrow.batching.MAX_BATCH_BYTES`)."""
+
+    __slots__ = ("cols", "n", "size", "sizes")
+
+    def __init__(self, cols: dict[str, list[Any]], sizes: list[int]) -> None:
+        self.cols = cols
+        self.sizes = sizes
+        self.n = len(sizes)
+        self.size = sum(sizes)
+
+    def row_bytes(self) -> list[int]:
+        return self.sizes
+
+    def rows(self, lo: int, hi: int) -> _Rows:
+        return _Rows({name: values[lo:hi] for name, values in self.cols.items()}, self.sizes[lo:hi])
+
+
 class _Builder:
     """Column lists for one view, cut into record batches of the output schema."""
 
@@ -165,6 +201,8 @@ class _Builder:
         self.table_id: str | None = None  # of the tablet being read (rows of several tablets share batches)
         self.tablet_id: str | None = None
         self.batch_size = options.common.batch_size
+        # read when the builder is made, not bound at import: tests lower the cap to exercise it with small data
+        self.max_bytes = MAX_BATCH_BYTES
         self.corrupt_column = options.common.corrupt_column_or_none
         self.schema = wal_schema(self.view, self.corrupt_column, options.value_format)
         self.encode = _json_pair if options.value_format == "json" else encode_variant
@@ -174,9 +212,12 @@ class _Builder:
 
     def _reset(self) -> None:
         self.cols: dict[str, list[Any]] = {name: [] for name in self.names}
+        self.sizes: list[int] = []
         self.n = 0
+        self.bytes = 0
 
-    def _head(self, path: str, offset: int, seqno: int | None, count: int) -> None:
+    def _head(self, path: str, offset: int, seqno: int | None, count: int, sizes: Sequence[int]) -> None:
+        """The columns every row has, for ``count`` rows whose other variable-width bytes are ``sizes``."""
         c = self.cols
         c["file"].extend([path] * count)
         c["offset"].extend([offset] * count)
@@ -185,13 +226,17 @@ class _Builder:
         c["segment_seqno"].extend([seqno] * count)
         if self.corrupt_column is not None:
             c[self.corrupt_column].extend([None] * count)
+        head = _nbytes(path) + _nbytes(self.table_id) + _nbytes(self.tablet_id)
+        row_sizes = [head + size for size in sizes]
+        self.sizes.extend(row_sizes)
+        self.bytes += sum(row_sizes)
         self.n += count
 
     def add_corrupt(self, path: str, offset: int, seqno: int | None, message: str) -> None:
         for name in self.names:
             if name not in ("file", "offset", "table_id", "tablet_id", "segment_seqno", self.corrupt_column):
                 self.cols[name].append(None)
-        self._head(path, offset, seqno, 1)
+        self._head(path, offset, seqno, 1, [_nbytes(message) if self.corrupt_column is not None else 0])
         if self.corrupt_column is not None:
             self.cols[self.corrupt_column][-1] = message
 
@@ -201,7 +246,10 @@ class _Builder:
         ht, phys, logical = _split_ht(e.hybrid_time)
         c = self.cols
         if self.view == "operations":
-            self._head(p.seg.path, p.offset, p.seg.seqno, 1)
+            details = self.encode(e.details)
+            size = (_nbytes(e.op_type) + _nbytes(e.transaction_id) + _nbytes(e.transaction_status)
+                    + _nested_bytes(details))
+            self._head(p.seg.path, p.offset, p.seg.seqno, 1, [size])
             c["entry_in_batch"].append(e.entry_in_batch)
             c["term"].append(e.term)
             c["index"].append(e.index)
@@ -214,37 +262,59 @@ class _Builder:
             c["transaction_id"].append(e.transaction_id)
             c["transaction_status"].append(e.transaction_status)
             c["superseded"].append(p.superseded)
-            c["details"].append(self.encode(e.details))
+            c["details"].append(details)
             return
         w = p.write_cols
         if not w:
             return
         n = len(w["pair_index"])
-        self._head(p.seg.path, p.offset, p.seg.seqno, n)
+        encode = self.encode
+        doc_keys = [None if v is None else encode(v) for v in w["doc_key"]]
+        values = [None if v is None and k in (None, "liveness", "delete_row", "set_null") else encode(v)
+                  for v, k in zip(w["value"], w["kind"], strict=True)]
+        txn = _nbytes(e.transaction_id)
+        sizes = [txn + _nbytes(name) + _nbytes(kind) + _nbytes(error) + _nested_bytes(key) + _nested_bytes(value)
+                 + len(raw_key) + len(raw_value)
+                 for name, kind, error, key, value, (raw_key, raw_value)
+                 in zip(w["column_name"], w["kind"], w["decode_error"], doc_keys, values, e.pairs, strict=True)]
+        self._head(p.seg.path, p.offset, p.seg.seqno, n, sizes)
         for name, value in (("term", e.term), ("index", e.index), ("hybrid_time", ht), ("physical_time", phys),
                             ("transaction_id", e.transaction_id), ("superseded", p.superseded)):
             c[name].extend([value] * n)
         for name in ("pair_index", "column_id", "column_name", "kind", "is_tombstone", "schema_version",
                      "decode_error"):
             c[name].extend(w[name])
-        encode = self.encode
-        c["doc_key"].extend(None if v is None else encode(v) for v in w["doc_key"])
-        values = w["value"]
-        kinds = w["kind"]
-        c["value"].extend(None if v is None and k in (None, "liveness", "delete_row", "set_null")
-                          else encode(v) for v, k in zip(values, kinds, strict=True))
+        c["doc_key"].extend(doc_keys)
+        c["value"].extend(values)
         c["raw_key"].extend(k for k, _ in e.pairs)
         c["raw_value"].extend(v for _, v in e.pairs)
 
     def full_batches(self) -> Iterator[pa.RecordBatch]:
-        if self.n >= self.batch_size:
-            yield from self.flush()
+        """The batches that are due (``batchSize`` rows or the byte cap reached); the rest stay held."""
+        if self.n >= self.batch_size or self.bytes >= self.max_bytes:
+            yield from self._cut(keep_last=True)
 
     def flush(self) -> Iterator[pa.RecordBatch]:
+        """Every row held, as batches."""
+        yield from self._cut(keep_last=False)
+
+    def _cut(self, keep_last: bool) -> Iterator[pa.RecordBatch]:
         if not self.n:
             return
-        cols, self.cols = self.cols, {name: [] for name in self.names}
-        self.n = 0
+        held = _Rows(self.cols, self.sizes)
+        self._reset()
+        groups = list(cut_batches([held], self.batch_size, self.max_bytes))
+        last = groups[-1][0] if len(groups[-1]) == 1 else None
+        if keep_last and last is not None and last.n < self.batch_size and last.size < self.max_bytes:
+            # a batch not yet full waits for the next rows
+            groups.pop()
+            self.cols, self.sizes, self.n, self.bytes = last.cols, last.sizes, last.n, last.size
+        for group in groups:
+            yield from self._batch(group)
+
+    def _batch(self, group: list[_Rows]) -> Iterator[pa.RecordBatch]:
+        cols = group[0].cols if len(group) == 1 else \
+            {name: [v for part in group for v in part.cols[name]] for name in self.names}
         arrays = []
         for f in self.schema:
             values = cols[f.name]
@@ -401,7 +471,7 @@ class _TabletReader:
         entries = 0
         low = high = None
         for item in scanner:
-            if not hasattr(item, "body"):
+            if isinstance(item, BadRange):
                 self._report(seg, item.offset, item.error)
                 yield from self.builder.full_batches()
                 continue
@@ -473,7 +543,7 @@ def walk_segment(uri: str, verify_checksums: bool = True) -> SegmentWalk:
             return SegmentWalk(info, batches, bad, "uninitialized", 0, "preallocated, never initialised")
         scanner = EntryScanner(source, info, verify_checksums=verify_checksums)
         for item in scanner:
-            if not hasattr(item, "body"):
+            if isinstance(item, BadRange):
                 bad.append(item.error)
                 continue
             try:

@@ -8,7 +8,7 @@ Layout (``docs/formats/yugabyte-wal.md``)::
     [closed segments: LogSegmentFooterPB  "closedls"  LE32 footer_len]
 
 :func:`open_segment` reads the head and the tail of a file; :class:`EntryScanner` walks its entry batches and
-yields :class:`RawBatch` (a batch whose CRCs verify) or :class:`BadBatch` (bytes that are not one, up to the next
+yields :class:`RawBatch` (a batch whose CRCs verify) or :class:`BadRange` (bytes that are not one, up to the next
 valid batch). How a walk ended is in :attr:`EntryScanner.end_status`: ``footer`` (read up to the footer or the
 index blocks), ``zero_tail`` (preallocated zeros after the last entry), ``torn_tail`` (a partially written
 last entry, with no valid entry header after it: YugabyteDB accepts this for a segment without footer), or
@@ -33,12 +33,12 @@ from spark_logsource.errors import (
     TruncatedDataError,
     UnsupportedDataError,
 )
+from spark_logsource.framing import BadRange
 from spark_logsource.io.window import READ_CHUNK, Window, source_size
-from spark_logsource.yugabyte.messages import decode_footer, decode_header
+from spark_logsource.yugabyte.messages import decode_footer, decode_header, decode_index_block_header
 
 __all__ = [
     "ENTRY_HEADER_SIZE",
-    "BadBatch",
     "EncryptedWalError",
     "EntryScanner",
     "RawBatch",
@@ -96,14 +96,6 @@ class RawBatch:
     offset: int
     size: int
     body: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class BadBatch:
-    """Bytes from ``offset`` that are not a valid entry batch (up to the next valid one); ``error`` says why."""
-
-    offset: int
-    error: CorruptDataError
 
 
 def segment_window(source: Any, size: int | None = None) -> Window:
@@ -235,7 +227,7 @@ class EntryScanner:
         self.end_status, self.end_offset, self.end_message = status, offset, message
 
     def _problem(self, pos: int, scan_from: int, error: CorruptDataError,
-                 tail_status: str) -> tuple[BadBatch | None, int | None]:
+                 tail_status: str) -> tuple[BadRange | None, int | None]:
         """A framing problem at ``pos``: a tolerated end of an active segment, or a bad region and where to go on."""
         if self.info.footer is None and self.find_valid_header(scan_from) is None:
             message = f"{error.reason}; no valid entry header follows"
@@ -246,9 +238,9 @@ class EntryScanner:
         resume = self.next_valid_batch(pos + 1)
         if resume is None:
             self._end("corruption", pos, error.reason)
-        return BadBatch(pos, error), resume
+        return BadRange(pos, error, resume), resume
 
-    def __iter__(self) -> Iterator[RawBatch | BadBatch]:
+    def __iter__(self) -> Iterator[RawBatch | BadRange]:
         pos: int | None = self.start
         while pos is not None:
             item, pos = self._step(pos)
@@ -257,7 +249,7 @@ class EntryScanner:
         if self.end_status is None:
             self._end("footer" if self.info.footer is not None else "end_of_file", self.limit, "")
 
-    def _step(self, pos: int) -> tuple[RawBatch | BadBatch | None, int | None]:
+    def _step(self, pos: int) -> tuple[RawBatch | BadRange | None, int | None]:
         path, limit = self.path, self.limit
         if pos >= limit:
             self._end("footer" if self.info.footer is not None else "end_of_file", pos, "")
@@ -305,8 +297,6 @@ def read_index_blocks(source: Any, info: SegmentInfo) -> list[dict[str, Any]]:
     Each block: LE64 header length, ``LogIndexBlockHeaderPB``, then ``size`` bytes of 24-byte entries (LE64 term,
     segment sequence number, offset of the entry's batch), the first for ``start_op_index``.
     """
-    from spark_logsource.yugabyte.messages import decode_index_block_header
-
     if info.footer is None or not info.footer.get("index_start_offset") or info.footer_offset is None:
         return []
     window = Window(source, info.size)

@@ -45,9 +45,16 @@ from spark_logsource.streaming.dirtail import (
     one_directory,
     past_end,
 )
-from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, compare_positions
 from spark_logsource.yugabyte.messages import batch_op_ids
-from spark_logsource.yugabyte.position import TabletPosition, offset_of, parse_offset, parse_starting_position
+from spark_logsource.yugabyte.position import (
+    TabletPosition,
+    WalPosition,
+    offset_of,
+    parse_offset,
+    parse_starting_position,
+    segment_seqno,
+)
 from spark_logsource.yugabyte.reader import TabletRef, iter_tablet_batches, tablet_ids_from_path
 from spark_logsource.yugabyte.segment import EntryScanner, RawBatch, SegmentInfo, open_segment
 
@@ -102,8 +109,6 @@ class YugabyteWalStream(LogStream):
     # --- listing ------------------------------------------------------------------------------------------------
     def _tablets(self) -> dict[str, list[_Segment]]:
         """Segments by tablet key (folder relative to the directory), in sequence order, pruned by the options."""
-        from spark_logsource.yugabyte.format import segment_seqno
-
         files = list_files([self.fmt.paths[0]], accept_name=self.fmt.accept_file_name, recursive=True,
                            warn_empty=False)
         groups: dict[str, list[_Segment]] = {}
@@ -133,17 +138,7 @@ class YugabyteWalStream(LogStream):
         return self.options.budget()
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
-        pa_, pb_ = parse_offset(a), parse_offset(b)
-        keys = set(pa_) | set(pb_)
-        less = any(k not in pa_ or (k in pb_ and pa_[k].sort_key() < pb_[k].sort_key()) for k in keys)
-        more = any(k not in pb_ or (k in pa_ and pa_[k].sort_key() > pb_[k].sort_key()) for k in keys)
-        if less and not more:
-            return -1
-        if more and not less:
-            return 1
-        if not less and not more:
-            return 0
-        raise ValueError("offsets are not ordered (each is ahead on some tablet)")
+        return compare_positions(WalPosition, a, b)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         positions = parse_offset(start)

@@ -53,7 +53,7 @@ BOUND_AT_IMPORT: tuple[tuple[str, str, Callable[[], Any]], ...] = (
      _chosen("spark_logsource.tarantool.decode.rows", "_load_kernel")),
     ("spark_logsource.tarantool.stream.tail", "decode_payload",
      _chosen("spark_logsource.tarantool.decode.rows", "_load_kernel")),
-    ("spark_logsource.tarantool.stream.client", "_frames", _loaded("spark_logsource.tarantool._frames")),
+    ("spark_logsource.tarantool.stream.packets", "_frames", _loaded("spark_logsource.tarantool._frames")),
     ("spark_logsource.mysql.binlog.checksum", "crc32",
      _chosen("spark_logsource.mysql.binlog.checksum", "_fastest_crc32")),
     ("spark_logsource.memcached.protocol", "_KERNEL", _loaded("spark_logsource.memcached._kernel")),

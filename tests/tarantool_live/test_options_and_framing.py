@@ -8,9 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_logsource.errors import OptionError, SourceError
+from spark_logsource.net import Secret
 from spark_logsource.registry import format_class
-from spark_logsource.tarantool.stream.client import Endpoint, PacketBuffer, Secret
+from spark_logsource.tarantool.stream.handshake import Endpoint
 from spark_logsource.tarantool.stream.live import make_offset, parse_offset
+from spark_logsource.tarantool.stream.packets import PacketBuffer
 from tests.support.twins import Twin
 
 FORMAT = "tarantool-replication"

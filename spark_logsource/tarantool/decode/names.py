@@ -1,4 +1,5 @@
-"""Names of Tarantool's request types and IPROTO map keys, as they appear in our output.
+"""Names of Tarantool's request types and IPROTO map keys, as they appear in our output (the tables of codes are
+in :mod:`spark_logsource.tarantool.iproto`).
 
 Source: tarantool/tarantool ``src/box/iproto_constants.h`` (``IPROTO_KEYS``, ``IPROTO_TYPES``,
 ``IPROTO_RAFT_KEYS``, ``VY_RUN_INFO_KEYS``, ``VY_PAGE_INFO_KEYS``, ``VY_ROW_INDEX_KEYS``) and
@@ -9,112 +10,10 @@ prefix (``IPROTO_INDEX_BASE`` → ``index_base``); a code without a name is writ
 
 from __future__ import annotations
 
-#: Request type codes → names (``iproto_type_name``); unknown codes are rendered as decimal text.
-REQUEST_TYPES: dict[int, str] = {
-    0: "OK",
-    1: "SELECT",
-    2: "INSERT",
-    3: "REPLACE",
-    4: "UPDATE",
-    5: "DELETE",
-    6: "CALL_16",
-    7: "AUTH",
-    8: "EVAL",
-    9: "UPSERT",
-    10: "CALL",
-    11: "EXECUTE",
-    12: "NOP",
-    13: "PREPARE",
-    14: "BEGIN",
-    15: "COMMIT",
-    16: "ROLLBACK",
-    17: "INSERT_ARROW",
-    18: "DELETE_RANGE",
-    30: "RAFT",
-    31: "RAFT_PROMOTE",
-    32: "RAFT_DEMOTE",
-    40: "RAFT_CONFIRM",
-    41: "RAFT_ROLLBACK",
-    100: "RUNINFO",
-    101: "PAGEINFO",
-    102: "ROWINDEX",
-}
+from spark_logsource.tarantool.iproto import IPROTO_KEYS, PAGEINFO, RAFT, REQUEST_TYPES, ROWINDEX, RUNINFO
 
-TYPE_UPDATE = 4
-TYPE_UPSERT = 9
-TYPE_NOP = 12
-TYPE_RAFT = 30
-TYPE_RUNINFO = 100
-TYPE_PAGEINFO = 101
-TYPE_ROWINDEX = 102
-
-#: IPROTO keys (header and body share one code space).
-IPROTO_KEYS: dict[int, str] = {
-    0x00: "type",
-    0x01: "sync",
-    0x02: "replica_id",
-    0x03: "lsn",
-    0x04: "timestamp",
-    0x05: "schema_version",
-    0x06: "server_version",
-    0x07: "group_id",
-    0x08: "tsn",
-    0x09: "flags",
-    0x0A: "stream_id",
-    0x0B: "thread_id",
-    0x10: "space_id",
-    0x11: "index_id",
-    0x12: "limit",
-    0x13: "offset",
-    0x14: "iterator",
-    0x15: "index_base",
-    0x1F: "fetch_position",
-    0x20: "key",
-    0x21: "tuple",
-    0x22: "function_name",
-    0x23: "user_name",
-    0x24: "instance_uuid",
-    0x25: "replicaset_uuid",
-    0x26: "vclock",
-    0x27: "expr",
-    0x28: "ops",
-    0x29: "ballot",
-    0x2A: "tuple_meta",
-    0x2B: "options",
-    0x2C: "old_tuple",
-    0x2D: "new_tuple",
-    0x2E: "after_position",
-    0x2F: "after_tuple",
-    0x30: "data",
-    0x31: "error_24",
-    0x32: "metadata",
-    0x33: "bind_metadata",
-    0x34: "bind_count",
-    0x35: "position",
-    0x36: "arrow",
-    0x37: "begin_key",
-    0x38: "end_key",
-    0x40: "sql_text",
-    0x41: "sql_bind",
-    0x42: "sql_info",
-    0x43: "stmt_id",
-    0x50: "replica_anon",
-    0x51: "id_filter",
-    0x52: "error",
-    0x53: "term",
-    0x54: "version",
-    0x55: "features",
-    0x56: "timeout",
-    0x57: "event_key",
-    0x58: "event_data",
-    0x59: "txn_isolation",
-    0x5A: "vclock_sync",
-    0x5B: "auth_type",
-    0x5C: "replicaset_name",
-    0x5D: "instance_name",
-    0x5E: "space_name",
-    0x5F: "index_name",
-}
+__all__ = ["IPROTO_KEYS", "PAGE_INFO_KEYS", "RAFT_KEYS", "REQUEST_TYPES", "ROW_INDEX_KEYS", "RUN_INFO_KEYS",
+           "body_key_name", "header_key_name", "type_name"]
 
 #: Body keys of RAFT (30) rows (``IPROTO_RAFT_KEYS``); they reuse small codes.
 RAFT_KEYS: dict[int, str] = {
@@ -153,10 +52,10 @@ ROW_INDEX_KEYS: dict[int, str] = {1: "row_index"}
 
 #: Per request type, the key table used for body keys below 0x10 (0x10 and up are always IPROTO keys).
 _SMALL_BODY_KEYS: dict[int, dict[int, str]] = {
-    TYPE_RAFT: RAFT_KEYS,
-    TYPE_RUNINFO: RUN_INFO_KEYS,
-    TYPE_PAGEINFO: PAGE_INFO_KEYS,
-    TYPE_ROWINDEX: ROW_INDEX_KEYS,
+    RAFT: RAFT_KEYS,
+    RUNINFO: RUN_INFO_KEYS,
+    PAGEINFO: PAGE_INFO_KEYS,
+    ROWINDEX: ROW_INDEX_KEYS,
 }
 
 

@@ -71,6 +71,27 @@ from spark_logsource.errors import CorruptDataError
 from spark_logsource.native import load_kernel
 from spark_logsource.tarantool.decode import names
 from spark_logsource.tarantool.decode.mpext import MpExtError, ext_hook
+from spark_logsource.tarantool.iproto import (
+    FLAG_COMMIT,
+    K_FLAGS,
+    K_GROUP_ID,
+    K_INDEX_ID,
+    K_KEY,
+    K_LSN,
+    K_OPS,
+    K_REPLICA_ID,
+    K_SCHEMA_VERSION,
+    K_SERVER_VERSION,
+    K_SPACE_ID,
+    K_STREAM_ID,
+    K_SYNC,
+    K_TIMESTAMP,
+    K_TSN,
+    K_TUPLE,
+    K_TYPE,
+    NOP,
+    UPDATE,
+)
 
 __all__ = ["SCALAR_COLUMNS", "TUPLE_FORMATS", "VALUE_COLUMNS", "decode_payload", "decode_payload_py", "output_keys"]
 
@@ -85,10 +106,9 @@ _INT63 = 1 << 63
 _U64 = 1 << 64
 
 # Header keys that become columns (everything else in a header goes to ``extra``).
-_H_TYPE, _H_REPLICA_ID, _H_LSN, _H_TIMESTAMP, _H_GROUP_ID, _H_TSN, _H_FLAGS = 0x00, 0x02, 0x03, 0x04, 0x07, 0x08, 0x09
-_HEADER_COLUMN_KEYS = frozenset((_H_TYPE, _H_REPLICA_ID, _H_LSN, _H_TIMESTAMP, _H_GROUP_ID, _H_TSN))
-_HEADER_UINT_KEYS = frozenset((0x00, 0x01, 0x02, 0x03, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A))
-_B_SPACE_ID, _B_INDEX_ID, _B_KEY, _B_TUPLE, _B_OPS = 0x10, 0x11, 0x20, 0x21, 0x28
+_HEADER_COLUMN_KEYS = frozenset((K_TYPE, K_REPLICA_ID, K_LSN, K_TIMESTAMP, K_GROUP_ID, K_TSN))
+_HEADER_UINT_KEYS = frozenset((K_TYPE, K_SYNC, K_REPLICA_ID, K_LSN, K_SCHEMA_VERSION, K_SERVER_VERSION, K_GROUP_ID,
+                               K_TSN, K_FLAGS, K_STREAM_ID))
 _EMPTY_MAP = 0x80
 
 
@@ -121,7 +141,7 @@ def _check_header(header: Any) -> dict[int, Any]:
             raise _RowError(f"row header key {key!r} is not an unsigned integer")
         if key in _HEADER_UINT_KEYS:
             _uint(value, f"header {names.header_key_name(key)}")
-        elif key == _H_TIMESTAMP and type(value) is not float:
+        elif key == K_TIMESTAMP and type(value) is not float:
             raise _RowError(f"header timestamp is a {type(value).__name__}, not a double")
     return header
 
@@ -146,32 +166,32 @@ def _timestamp_micros(ts: float) -> int:
 
 def _scalars(header: dict[int, Any], body: dict[int, Any] | None) -> tuple[Any, ...]:
     """(lsn, replica_id, tsn, is_commit, timestamp, type, group_id, space_id, index_id) of one row."""
-    rtype = header.get(_H_TYPE, 0)
-    lsn = header.get(_H_LSN, 0)
+    rtype = header.get(K_TYPE, 0)
+    lsn = header.get(K_LSN, 0)
     if lsn >= _INT63:
         raise _RowError(f"lsn {lsn} is out of range")
-    replica_id = header.get(_H_REPLICA_ID, 0)
+    replica_id = header.get(K_REPLICA_ID, 0)
     if replica_id >= _INT31:
         raise _RowError(f"replica_id {replica_id} is out of range")
-    group_id = header.get(_H_GROUP_ID, 0)
+    group_id = header.get(K_GROUP_ID, 0)
     if group_id >= _INT31:
         raise _RowError(f"group_id {group_id} is out of range")
-    tsn_raw = header.get(_H_TSN)
+    tsn_raw = header.get(K_TSN)
     if tsn_raw is None:
         tsn, is_commit = lsn, True
     else:
         tsn = (lsn - tsn_raw) % _U64
         if tsn >= _INT63:
             raise _RowError(f"transaction id {tsn} (lsn {lsn} - tsn {tsn_raw}) is out of range")
-        is_commit = bool(header.get(_H_FLAGS, 0) & 1)
-    ts = header.get(_H_TIMESTAMP)
+        is_commit = bool(header.get(K_FLAGS, 0) & FLAG_COMMIT)
+    ts = header.get(K_TIMESTAMP)
     timestamp = None if ts is None else _timestamp_micros(ts)
     space_id = index_id = None
     if body is not None:
-        if _B_SPACE_ID in body:
-            space_id = _uint(body[_B_SPACE_ID], "space_id", _INT31)
-        if _B_INDEX_ID in body:
-            index_id = _uint(body[_B_INDEX_ID], "index_id", _INT31)
+        if K_SPACE_ID in body:
+            space_id = _uint(body[K_SPACE_ID], "space_id", _INT31)
+        if K_INDEX_ID in body:
+            index_id = _uint(body[K_INDEX_ID], "index_id", _INT31)
         elif space_id is not None:
             index_id = 0  # Tarantool's request default: the primary index
     return lsn, replica_id, tsn, is_commit, timestamp, names.type_name(rtype), group_id, space_id, index_id
@@ -188,16 +208,16 @@ def _split_values(
     key = tup = ops = None
     has_key = has_tuple = has_ops = False
     if body is not None:
-        tuple_code, ops_code = (_B_OPS, _B_TUPLE) if rtype == names.TYPE_UPDATE else (_B_TUPLE, _B_OPS)
+        tuple_code, ops_code = (K_OPS, K_TUPLE) if rtype == UPDATE else (K_TUPLE, K_OPS)
         header_names = set(extra)
         for code, value in body.items():
-            if code == _B_KEY:
+            if code == K_KEY:
                 key, has_key = value, True
-            elif code == _B_TUPLE and tuple_code == _B_TUPLE:
+            elif code == K_TUPLE and tuple_code == K_TUPLE:
                 tup, has_tuple = value, True
             elif code == ops_code:
                 ops, has_ops = value, True
-            elif code in (_B_SPACE_ID, _B_INDEX_ID):
+            elif code in (K_SPACE_ID, K_INDEX_ID):
                 continue
             else:
                 name = names.body_key_name(rtype, code)
@@ -273,10 +293,10 @@ def _decode_rows_decoded(payload: bytes, tuple_format: str, cols: dict[str, list
             return
         state[1] = pos
         header = _check_header(unpacker.unpack())
-        rtype = header.get(_H_TYPE, 0)
+        rtype = header.get(K_TYPE, 0)
         body = None
         next_pos = unpacker.tell()
-        if next_pos < end and (rtype != names.TYPE_NOP or payload[next_pos] == _EMPTY_MAP):
+        if next_pos < end and (rtype != NOP or payload[next_pos] == _EMPTY_MAP):
             body = _check_body(unpacker.unpack())
         scalars = _scalars(header, body)
         key, tup, ops, extra, (has_key, has_tuple, has_ops) = _split_values(rtype, header, body)
@@ -329,8 +349,8 @@ def _pack_extra(extra: dict[str, bytes]) -> bytes:
     return head + b"".join(msgpack.packb(name) + value for name, value in extra.items())
 
 
-_HEADER_DECODE_KEYS = frozenset(_HEADER_UINT_KEYS | {_H_TIMESTAMP})
-_BODY_DECODE_KEYS = frozenset((_B_SPACE_ID, _B_INDEX_ID))
+_HEADER_DECODE_KEYS = frozenset(_HEADER_UINT_KEYS | {K_TIMESTAMP})
+_BODY_DECODE_KEYS = frozenset((K_SPACE_ID, K_INDEX_ID))
 
 
 def _decode_rows_msgpack(payload: bytes, cols: dict[str, list[Any]], state: list[int]) -> None:
@@ -344,11 +364,11 @@ def _decode_rows_msgpack(payload: bytes, cols: dict[str, list[Any]], state: list
         state[1] = pos
         h_decoded, h_raw = _read_map_raw(unpacker, payload, "header", _HEADER_DECODE_KEYS)
         header = _check_header(_raw_header_view(h_decoded, h_raw))
-        rtype = header.get(_H_TYPE, 0)
+        rtype = header.get(K_TYPE, 0)
         body_raw = None
         body_decoded: dict[int, Any] | None = None
         next_pos = unpacker.tell()
-        if next_pos < end and (rtype != names.TYPE_NOP or payload[next_pos] == _EMPTY_MAP):
+        if next_pos < end and (rtype != NOP or payload[next_pos] == _EMPTY_MAP):
             body_decoded, body_raw = _read_map_raw(unpacker, payload, "body", _BODY_DECODE_KEYS)
         scalars = _scalars(header, body_decoded)
         key, tup, ops, extra, _present = _split_values(rtype, h_raw, body_raw)

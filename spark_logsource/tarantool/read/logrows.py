@@ -11,7 +11,6 @@ the ``msgpack`` tuple format (values exactly as stored) and unpacked with Tarant
 from __future__ import annotations
 
 import dataclasses
-import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.filters import Predicate, apply_predicates
-from spark_logsource.io.fs import display_name, open_input
+from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.options import CommonOptions, ParseMode
 from spark_logsource.tarantool.decode.mpext import ext_hook
 from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches, read_meta
@@ -37,14 +36,14 @@ _MAX_SIGNATURE = (1 << 63) - 1
 
 def file_key(uri: str) -> tuple[int, int]:
     """``(signature, kind)`` of a Tarantool log file name; a name Tarantool would not write sorts last."""
-    m = _NAME.match(posixpath.basename(uri.split("?", 1)[0]))
+    m = _NAME.match(base_name(uri))
     if m is None:
         return (_MAX_SIGNATURE, 1)
     return (int(m.group(1)), _KIND[m.group(2)])
 
 
 def is_snapshot(uri: str) -> bool:
-    return posixpath.basename(uri.split("?", 1)[0]).split(".")[1:2] == ["snap"]
+    return base_name(uri).split(".")[1:2] == ["snap"]
 
 
 def unpack(data: bytes | None) -> Any:

@@ -45,17 +45,15 @@ from spark_logsource.options import ParseMode
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 from spark_logsource.tarantool.decode.columns import column_builder
 from spark_logsource.tarantool.decode.rows import SCALAR_COLUMNS, VALUE_COLUMNS
-from spark_logsource.tarantool.stream.client import (
-    ERROR_FLAG,
-    OK,
-    Ballot,
+from spark_logsource.tarantool.iproto import ERROR_FLAG, K_SYNC, K_VCLOCK, OK
+from spark_logsource.tarantool.position import vclock_text
+from spark_logsource.tarantool.stream.client import Ballot, IprotoConnection
+from spark_logsource.tarantool.stream.packets import (
     ConnectionLost,
-    IprotoConnection,
     XlogGapError,
     decode_packet,
     error_of,
     packet_type,
-    vclock_text,
 )
 
 if TYPE_CHECKING:
@@ -569,7 +567,7 @@ def _split_header(p: bytes, source: str) -> tuple[dict[int, Any], bytes]:
 def _without_sync(p: bytes, source: str) -> bytes:
     """A row packet re-encoded without its SYNC header entry (slow path for unusual header layouts)."""
     header, rest = _split_header(p, source)
-    header.pop(0x01, None)
+    header.pop(K_SYNC, None)
     packed: bytes = msgpack.packb(header)
     return packed + rest
 
@@ -582,7 +580,7 @@ def _snapshot_row(p: bytes, tag: bytes, source: str) -> bytes:
         if size:
             return b"\x82\x00" + p[2:3] + tag + p[4 + size:]
     header, rest = _split_header(p, source)
-    header.pop(0x01, None)
-    header[0x26] = msgpack.unpackb(tag[1:], strict_map_key=False)
+    header.pop(K_SYNC, None)
+    header[K_VCLOCK] = msgpack.unpackb(tag[1:], strict_map_key=False)
     packed: bytes = msgpack.packb(header)
     return packed + rest

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_logsource.errors import CorruptDataError
-from spark_logsource.io.fs import FileEntry
+from spark_logsource.io.fs import FileEntry, base_name
 from spark_logsource.options import CommonOptions, ParseMode
 from spark_logsource.tarantool.read.logrows import Position, file_key, iter_rows, read_vclock
 from spark_logsource.tarantool.table.replay import ReplayError, TupleStore
@@ -211,7 +211,7 @@ class _CatalogBuilder:
 def build_catalog(files: Sequence[FileEntry], common: CommonOptions) -> Catalog:
     """Replay ``_space`` and ``_index`` through ``files`` (the snapshots and xlogs of one instance)."""
     builder = _CatalogBuilder()
-    ordered = sorted((f for f in files if file_key(f.uri)[1] in (0, 1) and f.uri.split("?")[0].endswith(
+    ordered = sorted((f for f in files if file_key(f.uri)[1] in (0, 1) and base_name(f.uri).endswith(
         (".snap", ".xlog"))), key=lambda f: (file_key(f.uri), f.uri))
     for entry in ordered:
         sig, kind = file_key(entry.uri)

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from spark_logsource.tarantool.table.space_view import SpaceView
+from spark_logsource.tarantool.table.state import StateView
+
 if TYPE_CHECKING:
     from spark_logsource.tarantool.format import TarantoolXlogFormat
-    from spark_logsource.tarantool.table.space_view import SpaceView
-    from spark_logsource.tarantool.table.state import StateView
 
 
 def make_typed_view(fmt: TarantoolXlogFormat, options: dict[str, Any]) -> SpaceView | StateView:
     """A :class:`~.space_view.SpaceView` or a :class:`~.state.StateView` for the parsed view options."""
     if options["view"] == "space":
-        from spark_logsource.tarantool.table.space_view import SpaceView
-
         return SpaceView(fmt, options["space"])
-    from spark_logsource.tarantool.table.state import StateView
-
     return StateView(fmt, options["space"], options["as_of_lsn"], options["partitions"])
