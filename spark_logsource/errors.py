@@ -128,3 +128,20 @@ class QueryError(LogSourceError):
     def __init__(self, error_class: str | None, message: str) -> None:
         super().__init__(message if not error_class or error_class in message else f"[{error_class}] {message}")
         self.error_class = error_class
+
+
+class SchemaChangeError(LogSourceError):
+    """A stream of one table's typed changes (``view=table``) met a DDL that its schema, fixed when the query
+    started, cannot name (a new column, a renamed column, a widened type), or one that ends the table.
+
+    ``source`` names the directory or server (no credentials), ``position`` the statement's ``file:pos``. Every
+    change before the statement is committed; restarting the query on its checkpoint reads the new layout.
+    """
+
+    def __init__(self, source: str, position: str, statement: str, reason: str,
+                 hint: str = "restart the query on its checkpoint: the restarted query's schema includes the new "
+                             "layout and it goes on from this statement") -> None:
+        super().__init__(f"{source}: schema change at {position}: {reason}; statement: {statement[:500]!r}; {hint}")
+        self.source = source
+        self.position = position
+        self.statement = statement

@@ -33,7 +33,7 @@ from spark_logsource.mysql.binlog.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.binlog.events import is_gzip
 from spark_logsource.mysql.read.reader import BinlogReadOptions, binlog_schema, iter_file_batches
 from spark_logsource.mysql.stream.options import parse_stream_options
-from spark_logsource.mysql.table.options import parse_table_options
+from spark_logsource.mysql.table.options import TableOptions, parse_state_options, parse_table_options
 from spark_logsource.options import OptionMap
 
 if TYPE_CHECKING:
@@ -106,11 +106,13 @@ class MysqlBinlogFormat(LogFormat):
         return head[:4] == BINLOG_MAGIC or head[:2] == GZIP_MAGIC
 
     def _parse_options(self, opts: OptionMap) -> None:
-        self.view = opts.choice("view", (*VIEWS, "table"), "changes")
+        self.view = opts.choice("view", (*VIEWS, "table", "state"), "changes")
         #: view=table (one table's typed rows, ``docs/formats/mysql-typed.md``): built on first use (reads the DDL)
         # ``password`` belongs to view=table's server schema source here; mysql-replication reads its own
-        self.table_options = parse_table_options(self.view, opts.string("table"), opts.string("schemaFrom"),
-                                                 opts.string("password") if self.view == "table" else None)
+        self.table_options = self._table_options(opts)
+        #: view=state (the table's content as of a point, ``docs/formats/mysql-typed.md`` "view=state")
+        self.state_options = parse_state_options(self.view, opts.string("asOf"),
+                                                 opts.integer("statePartitions", None, minimum=1, maximum=4096))
         self._table_view: TableView | None = None
         self.row_format = opts.choice("rowFormat", ROW_FORMATS, "variant")
         self.start_position = opts.integer("startPosition", minimum=0)
@@ -127,7 +129,7 @@ class MysqlBinlogFormat(LogFormat):
             if "." not in t:
                 raise OptionError("tables", f"expected db.table (wildcards allowed: shop.*), got {t!r}")
         self.read_options = BinlogReadOptions(
-            view="changes" if self.view == "table" else self.view,
+            view="changes" if self.view in ("table", "state") else self.view,
             row_format=self.row_format,
             common=self.common,
             start_datetime=_parse_datetime(opts, "startDatetime"),
@@ -142,12 +144,17 @@ class MysqlBinlogFormat(LogFormat):
         #: readStream options (accepted and ignored by batch reads): see :mod:`spark_logsource.mysql.stream.tail`.
         self.stream_options = parse_stream_options(opts)
 
+    def _table_options(self, opts: OptionMap) -> TableOptions | None:
+        """``view=table``'s options (None for the other views)."""
+        return parse_table_options(self.view, opts.string("table"), opts.string("schemaFrom"),
+                                   opts.string("password") if self.view in ("table", "state") else None)
+
     def stream(self) -> LogStream:  # a BinlogDirStream here; the replication format's subclass has its own
-        """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation."""
-        if self.table_options is not None:
-            raise OptionError("view", "view=table is available in batch reads only for now (spark.read, "
-                                      "spark_logsource.read, spark-logsource cat); a stream reads view=changes "
-                                      "or view=events")
+        """Tail the binlog directory (``readStream``): follows the server's ``.index`` order and rotation; with
+        ``view=table``, the table's layout rides in the offsets (``docs/formats/mysql-typed.md`` "Streaming")."""
+        if self.view == "state":
+            raise OptionError("view", "view=state is a batch read (a table's content as of one point); a stream "
+                                      "reads view=changes, view=events or view=table")
         from spark_logsource.mysql.stream.tail import BinlogDirStream
 
         return BinlogDirStream(self)
@@ -158,7 +165,12 @@ class MysqlBinlogFormat(LogFormat):
             from spark_logsource.mysql.table.rows import TableView
 
             assert self.table_options is not None
-            self._table_view = TableView(self, self.table_options)
+            if self.view == "state":
+                from spark_logsource.mysql.table.state import StateView
+
+                self._table_view = StateView(self, self.table_options, *self.state_options)
+            else:
+                self._table_view = TableView(self, self.table_options)
         return self._table_view
 
     def can_push(self, predicate: Predicate) -> bool:

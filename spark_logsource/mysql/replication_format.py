@@ -19,7 +19,7 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -32,11 +32,20 @@ from spark_logsource.mysql.position import FILE_START, BinlogPosition, binlog_nu
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
+from spark_logsource.mysql.snapshot.stream import SnapshotStream, parse_snapshot_options, take_snapshot_start
 from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient, parse_uri
+from spark_logsource.mysql.table.ddl import TableHistory, Version
+from spark_logsource.mysql.table.follow import DdlStatement, TableFollower, TableSlice
+from spark_logsource.mysql.table.options import TableOptions, parse_table_options
+from spark_logsource.mysql.table.stream import live_statements, live_table_view, machine_type, table_writer
+from spark_logsource.net import Secret
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.dirtail import past_end
 from spark_logsource.streaming.retry import RECONNECT_OPTION, parse_reconnect
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
+
+if TYPE_CHECKING:
+    from spark_logsource.mysql.table.rows import TableView
 
 __all__ = ["LiveSlice", "MysqlReplicationFormat", "ReplicationStream", "read_live_slice"]
 
@@ -68,13 +77,14 @@ class LiveSlice:
 
 
 def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: BinlogReadOptions,
-                    predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+                    predicates: Sequence[Predicate] = (), writer: ViewWriter | None = None,
+                    machine_type: type[TransactionMachine] = TransactionMachine) -> Iterator[pa.RecordBatch]:
     """The batches of one slice: the same rows the file reader gives for ``[start, stop)`` of that file.
 
     A connection lost mid-slice (a server restart, a failover) is reopened for up to ``reconnectTimeout`` and the
     dump resumes at the event after the last one read, so each row is given once.
     """
-    view = ViewWriter(f"{settings.source}/{slice_.file}", options, predicates)
+    view = writer if writer is not None else ViewWriter(f"{settings.source}/{slice_.file}", options, predicates)
     machine: TransactionMachine | None = None
     reached = slice_.start >= slice_.stop
     resume = slice_.start  # the next event to read: where a reconnect resumes the dump
@@ -106,7 +116,7 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
                         reached = True
                         break
                     if machine is None:
-                        machine = TransactionMachine(item.fde, options, view)
+                        machine = machine_type(item.fde, options, view)
                     elif machine.fde is not item.fde:
                         machine.set_format(item.fde)
                     try:
@@ -153,16 +163,33 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
     def __init__(self, options: Any = None) -> None:
         opts = dict(options or {})
+        self.snapshot_start = take_snapshot_start(opts)  # startingPosition=snapshot: mysql/snapshot/stream.py
         if not any(opts.get(k) for k in opts if k.lower() in ("path", "paths")):
             opts["path"] = "live"  # no files: the base class wants a path
         super().__init__(opts)
 
+    def _table_options(self, opts: OptionMap) -> TableOptions | None:
+        """``view=table``: the layout comes by default from the server itself (its ``SHOW CREATE TABLE`` and the DDL
+        in its binlogs, with this source's own account); ``password`` is this source's, also for another
+        ``schemaFrom=mysql://`` server."""
+        if self.view == "state":
+            raise OptionError("view", "view=state is not available on mysql-replication yet: use mysql-binlog on "
+                                      "the server's binlog directory")
+        if self.view != "table":
+            return super()._table_options(opts)
+        schema_from = opts.string("schemaFrom")
+        if schema_from is None:
+            options = parse_table_options("table", opts.string("table"), "binlog")
+            assert options is not None
+            return dataclasses.replace(options, schema_from="live", uri=opts.string("uri"),
+                                       password=Secret(opts.string("password")))
+        server = schema_from.strip().lower().startswith(("mysql://", "mariadb://"))
+        return parse_table_options("table", opts.string("table"), schema_from,
+                                   opts.string("password") if server else None)
+
     def _parse_options(self, opts: OptionMap) -> None:
-        if (opts.string("view") or "").strip().lower() == "table":
-            # checked first: the base format would report view=table's own options (table, password) instead
-            raise OptionError("view", "view=table is not available on mysql-replication yet (it reads binlog "
-                                      "files: use mysql-binlog on the server's binlog directory)")
         super()._parse_options(opts)
+        self._table_history: TableHistory | None = None
         heartbeat = opts.seconds("heartbeatInterval", 1.0, minimum=0.05, maximum=3600)
         connect_timeout = opts.seconds("connectTimeout", 10.0, minimum=0, exclusive_minimum=True)
         self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
@@ -185,6 +212,7 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
                 raise OptionError(name, "applies to binlog files; a live server's range is startingPosition / "
                                         "endingPosition")
         self.live_options = self.read_options
+        self.snapshot = parse_snapshot_options(opts, self.snapshot_start, self.view)
 
     def extra_allowed_options(self) -> Iterable[str]:
         return ("path",)
@@ -195,25 +223,59 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
     def client(self) -> ReplicationClient:
         return ReplicationClient(self.settings, verify_checksums=self.common.verify_checksums)
 
+    def table_view(self) -> TableView:
+        """The ``view=table`` reader of the server (:func:`~spark_logsource.mysql.table.stream.live_table_view`)."""
+        if self._table_view is None:
+            def build() -> tuple[TableView, TableHistory]:
+                with self.client() as client:
+                    return live_table_view(self, client)
+
+            self._table_view, self._table_history = self.settings.reconnect.call(build, "reading the table's DDL")
+        return self._table_view
+
+    def follower(self) -> TableFollower:
+        view = self.table_view()
+        assert self._table_history is not None
+        return TableFollower(view, self._table_history, self.settings.source)
+
     # -- batch ------------------------------------------------------------------------------------------------
     def list_files(self, paths: Sequence[str] | None = None) -> list[FileEntry]:
         return []
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
+        if self.snapshot is not None:
+            raise OptionError("startingPosition", "snapshot starts a stream (readStream, follow), not a batch read")
         stream = ReplicationStream(self)
         start = stream.initial_offset()
-        end = self.ending.to_offset() if self.ending is not None else stream.latest_offset(start, ReadBudget())
-        return [Split(f"{self.settings.source}/{s.file}", s.start, s.stop, s.stop,
-                      hints=(("server_id", s.server_id),)) for s in stream.plan(start, end)]
+        end = self.ending.to_offset() if self.ending is not None else stream.plain_latest(start, ReadBudget())
+        splits = []
+        for s in stream.plan(start, end):
+            versions = s.versions if isinstance(s, TableSlice) else None
+            s = s.inner if isinstance(s, TableSlice) else s
+            splits.append(Split(f"{self.settings.source}/{s.file}", s.start, s.stop, s.stop,
+                                hints=(("server_id", s.server_id), ("versions", versions))))
+        return splits
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
         file = split.uri.rsplit("/", 1)[-1]
         slice_ = LiveSlice(file, split.start, split.end if split.end is not None else split.file_size,
                            split.hint("server_id"))
+        versions = split.hint("versions")
+        if versions is not None:
+            yield from self.read_table_slice(slice_, versions)
+            return
         yield from read_live_slice(self.settings, slice_, self.live_options, predicates)
 
-    def stream(self) -> ReplicationStream:
-        return ReplicationStream(self)
+    def read_table_slice(self, slice_: LiveSlice, versions: Sequence[Version]) -> Iterator[pa.RecordBatch]:
+        """The typed rows of ``view=table`` in a slice, named by the table's ``versions`` over its range."""
+        view = self.table_view()
+        writer = table_writer(view, versions, f"{self.settings.source}/{slice_.file}", slice_.file)
+        yield from read_live_slice(self.settings, slice_, view.read_options, writer=writer,
+                                   machine_type=machine_type())
+
+    def stream(self) -> LogStream:
+        live = ReplicationStream(self)
+        return live if self.snapshot is None else SnapshotStream(self, live, self.snapshot)
 
 
 class ReplicationStream(LogStream):
@@ -224,6 +286,8 @@ class ReplicationStream(LogStream):
     def __init__(self, fmt: MysqlReplicationFormat) -> None:
         super().__init__(fmt)
         self.options = fmt.stream_options
+        #: view=table: the table's layout carried in the offsets (:mod:`spark_logsource.mysql.table.follow`)
+        self.follower = fmt.follower() if fmt.table_options is not None else None
 
     def __repr__(self) -> str:
         return f"ReplicationStream({self.fmt.settings.source!r})"
@@ -235,7 +299,10 @@ class ReplicationStream(LogStream):
         return BinlogPosition(kind, server_id, uuid, file, pos, gtid)
 
     def initial_offset(self) -> Offset:
-        return self.fmt.settings.reconnect.call(self._initial_offset, "finding the starting position")
+        offset = self.fmt.settings.reconnect.call(self._initial_offset, "finding the starting position")
+        if self.follower is not None:
+            offset = self.follower.with_state(offset, self.follower.state_of(offset))
+        return offset
 
     def _initial_offset(self) -> Offset:
         starting = self.fmt.starting
@@ -293,8 +360,25 @@ class ReplicationStream(LogStream):
         return cur.moved(logs[0][0], FILE_START, None)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
+        end = self.plain_latest(start, budget)
+        if self.follower is None:
+            return end
+        follower = self.follower
+        return self.fmt.settings.reconnect.call(lambda: follower.latest(start, end, self._statements, self._boundary),
+                                                "reading the DDL of the range")
+
+    def plain_latest(self, start: Offset, budget: ReadBudget) -> Offset:
+        """The newest boundary ``budget`` allows, whatever DDL comes before it."""
         return self.fmt.settings.reconnect.call(lambda: self._latest_offset(start, budget),
                                                 "asking for the newest position")
+
+    def _statements(self, first: BinlogPosition, last: BinlogPosition) -> list[DdlStatement]:
+        with self.fmt.client() as client:
+            return live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs())
+
+    def _boundary(self, file: str, pos: int) -> Offset:
+        with self.fmt.client() as client:
+            return self._position(client, file, pos).to_offset()
 
     def _latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
         with self.fmt.client() as client:
@@ -335,7 +419,7 @@ class ReplicationStream(LogStream):
                                   "(a different server, or its binlogs were reset)")
             return self._position(client, end_file, end_pos, gtid).to_offset()
 
-    def plan(self, start: Offset, end: Offset) -> Sequence[LiveSlice]:
+    def plan(self, start: Offset, end: Offset) -> Sequence[LiveSlice | TableSlice]:
         first, last = BinlogPosition.from_offset(start), BinlogPosition.from_offset(end)
         if (first.file, first.pos) == (last.file, last.pos):
             return []
@@ -345,12 +429,17 @@ class ReplicationStream(LogStream):
         if last.file not in names:
             raise DataLossError(self.fmt.settings.source, f"{last.describe()} (the end of the planned range)")
         sizes = dict(logs)
-        slices = []
+        slices: list[LiveSlice] = []
         for i, name in enumerate(names[names.index(first.file):names.index(last.file) + 1]):
             begin = first.pos if name == first.file else FILE_START
             stop = last.pos if name == last.file else sizes[name]
             if stop > begin:
                 slices.append(LiveSlice(name, begin, stop, self.fmt.server_id_base + i))
+        if self.follower is not None and slices:
+            versions = self.fmt.settings.reconnect.call(
+                lambda: self.follower.versions(start, end, self._statements) if self.follower else (),
+                "reading the DDL of the range")
+            return [TableSlice(s, versions) for s in slices]
         return slices
 
     def _binary_logs(self) -> list[tuple[str, int]]:
@@ -358,4 +447,7 @@ class ReplicationStream(LogStream):
             return client.binary_logs()
 
     def read_slice(self, slice_: Any) -> Iterator[pa.RecordBatch]:
+        if isinstance(slice_, TableSlice):
+            yield from self.fmt.read_table_slice(slice_.inner, slice_.versions)
+            return
         yield from read_live_slice(self.fmt.settings, slice_, self.fmt.live_options)

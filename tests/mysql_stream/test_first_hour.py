@@ -80,13 +80,14 @@ def test_cli_sql_view_of_the_uri(stream_server: Any) -> None:
 
 
 # --- finding 8: errors that name the real problem -------------------------------------------------------------------
-def test_view_table_live_says_it_is_not_available_live(stream_server: Any) -> None:
-    with pytest.raises(OptionError, match=r"view=table is not available on mysql-replication") as info:
-        spark_logsource.follow("mysql-replication", stream_server.uri, password=CDC_PASSWORD, view="table",
-                               table="shop.orders")
-    assert "schemaFrom" not in str(info.value) and CDC_PASSWORD not in str(info.value)
-    with pytest.raises(OptionError, match=r"view=table is not available on mysql-replication"):
+def test_view_table_live_names_its_own_options(stream_server: Any) -> None:
+    # view=table streams from a live server (tests/mysql_cdc); its password is the source's, not schemaFrom's
+    with pytest.raises(OptionError, match=r"option 'table': view=table needs the option table") as info:
         spark_logsource.follow("mysql-replication", stream_server.uri, password=CDC_PASSWORD, view="table")
+    assert "password" not in str(info.value) and CDC_PASSWORD not in str(info.value)
+    with pytest.raises(OptionError, match=r"option 'schemaFrom': schemaFrom=metadata names each row"):
+        next(spark_logsource.follow("mysql-replication", stream_server.uri, password=CDC_PASSWORD, view="table",
+                                    table="shop.orders", schemaFrom="metadata"))
 
 
 def test_a_misspelt_required_option_gets_did_you_mean(tmp_path: Any) -> None:

@@ -48,7 +48,7 @@ def test_table_view_in_spark(spark: Any, typed_workloads: dict[str, TypedWorkloa
     after = df.schema["after"].dataType
     assert isinstance(after, StructType) and df.schema["before"].dataType == after
     assert {f.name: f.dataType for f in after.fields} == EXPECTED_COLUMNS  # union: dropped and renamed ones too
-    assert [f.name for f in df.schema.fields] == ["op", "before", "after", "source", "_corrupt_record"]
+    assert [f.name for f in df.schema.fields] == ["op", "before", "after", "source", "seq", "_corrupt_record"]
     assert [f.name for f in df.schema["source"].dataType.fields] == [
         "file", "pos", "row_index", "timestamp", "server_id", "gtid", "xid", "database", "table"]
 

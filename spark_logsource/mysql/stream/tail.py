@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,8 @@ from spark_logsource.mysql.decode.gtid import decode_gtid_list
 from spark_logsource.mysql.position import FILE_START, BinlogPosition, GtidState, binlog_number
 from spark_logsource.mysql.read.transactions import TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
+from spark_logsource.mysql.table.follow import DdlStatement, TableSlice
+from spark_logsource.mysql.table.stream import file_statements, read_table_range, tail_follower
 from spark_logsource.streaming.dirtail import Awaiting, data_loss, one_directory, past_end
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
 
@@ -105,6 +107,8 @@ class BinlogDirStream(LogStream):
         self.read_options = dataclasses.replace(fmt.read_options, start_position=None, stop_position=None)
         self.losses: set[str] = set()  # data losses already warned about (failOnDataLoss=false)
         self.awaiting = Awaiting()
+        #: view=table: the table's layout carried in the offsets (:mod:`spark_logsource.mysql.table.follow`)
+        self.follower = tail_follower(fmt, display_name(self.directory)) if fmt.table_options is not None else None
 
     # -- listing ----------------------------------------------------------------------------------------------
     def _files(self) -> list[BinlogFileEntry]:
@@ -162,17 +166,23 @@ class BinlogDirStream(LogStream):
         starting = self.options.starting
         if starting.mode == "position":
             assert starting.position is not None
-            return starting.position.to_offset()
+            return self._with_table(starting.position.to_offset())
         if starting.mode == "gtid":
             raise OptionError("startingPosition", "a GTID start needs the live source (mysql-replication); a "
                                                   "directory stream starts at earliest, latest or a file position")
         files = self._files()
         if not files:  # wait for the first binlog, as the Tarantool tailer and Spark's file source do
-            return BinlogPosition("mariadb", None, None, BEFORE_FIRST, FILE_START).to_offset()
+            return self._with_table(BinlogPosition("mariadb", None, None, BEFORE_FIRST, FILE_START).to_offset())
         first = self._at_file_start(files[0])
         if starting.mode == "earliest":
-            return first.to_offset()
-        return self.latest_offset(first.to_offset(), ReadBudget())
+            return self._with_table(first.to_offset())
+        return self.latest_offset(self._with_table(first.to_offset()), ReadBudget())
+
+    def _with_table(self, offset: Offset) -> Offset:
+        """``offset`` with the table's state there (view=table), from the history read when the query started."""
+        if self.follower is None:
+            return offset
+        return self.follower.with_state(offset, self.follower.state_of(offset))
 
     def default_budget(self) -> ReadBudget:
         return self.options.budget()
@@ -201,6 +211,12 @@ class BinlogDirStream(LogStream):
         data_loss(display_name(self.directory), missing, fail=self.options.fail_on_data_loss, warned=self.losses)
 
     def latest_offset(self, start: Offset, budget: ReadBudget) -> Offset:
+        end = self._latest_position(start, budget)
+        if self.follower is None:
+            return end
+        return self.follower.latest(start, end, self._statements, self._boundary_from(start))
+
+    def _latest_position(self, start: Offset, budget: ReadBudget) -> Offset:
         files = self._files()
         wanted = BinlogPosition.from_offset(start)
         cur = self._resolve(wanted, files)
@@ -259,7 +275,7 @@ class BinlogDirStream(LogStream):
         return cur.to_offset()
 
     # -- planning and reading ---------------------------------------------------------------------------------
-    def plan(self, start: Offset, end: Offset) -> Sequence[BinlogSlice]:
+    def plan(self, start: Offset, end: Offset) -> Sequence[BinlogSlice | TableSlice]:
         first = BinlogPosition.from_offset(start)
         last = BinlogPosition.from_offset(end)
         if (first.file, first.pos) == (last.file, last.pos):
@@ -272,16 +288,52 @@ class BinlogDirStream(LogStream):
         if last.file not in names:
             self._data_loss(f"{last.file} (the end of the planned range) is gone")
             return []
-        slices = []
+        slices: list[BinlogSlice] = []
         for entry in files[names.index(cur.file):names.index(last.file) + 1]:
             begin = cur.pos if entry.name == cur.file else FILE_START
             stop = last.pos if entry.name == last.file else None
             if stop is not None and stop <= begin:
                 continue
             slices.append(BinlogSlice(entry.uri, entry.name, begin, stop))
+        if self.follower is not None and slices:
+            versions = self.follower.versions(start, end, self._statements)
+            return [TableSlice(s, versions) for s in slices]
         return slices
 
+    # -- view=table: the DDL of a range -------------------------------------------------------------------------
+    def _statements(self, first: BinlogPosition, last: BinlogPosition) -> list[DdlStatement]:
+        """The DDL statements whose events are in ``[first, last)``, in log order."""
+        files = self._files()
+        names = [e.name for e in files]
+        lo = names.index(first.file) if first.file in names else 0
+        hi = names.index(last.file) if last.file in names else len(files) - 1
+        out: list[DdlStatement] = []
+        for entry in files[lo:hi + 1]:
+            begin = first.pos if entry.name == first.file and first.pos > FILE_START else None
+            stop = last.pos if entry.name == last.file else None
+            out.extend(file_statements(entry.uri, entry.name, begin, stop, self.read_options))
+        return out
+
+    def _boundary_from(self, start: Offset) -> Callable[[str, int], Offset]:
+        first = BinlogPosition.from_offset(start)
+
+        def boundary(file: str, pos: int) -> Offset:
+            """The offset of the boundary ``file:pos`` (with the GTID state there, walked from a known one)."""
+            entry = next(e for e in self._files() if e.name == file)
+            here = first if file == first.file else self._at_file_start(entry)
+            found_gtid = here.gtid
+            if pos > here.pos:
+                with open_input(entry.uri) as f, BinlogFile(f, display_name(entry.uri), verify_checksums=False) as bf:
+                    found = last_boundary(bf, here.pos, GtidState.parse(here.gtid), max_bytes=pos - here.pos)
+                found_gtid = found.gtid.text() or None if found.pos == pos else None
+            return here.moved(file, pos, found_gtid if here.kind == "mariadb" else None).to_offset()
+
+        return boundary
+
     def read_slice(self, slice_: Any) -> Iterator[pa.RecordBatch]:
+        table = None
+        if isinstance(slice_, TableSlice):
+            table, slice_ = slice_, slice_.inner
         path = display_name(slice_.uri)
         try:
             source = open_input(slice_.uri)
@@ -289,6 +341,10 @@ class BinlogDirStream(LogStream):
             self._data_loss(f"{slice_.name}:{slice_.start} (the file was removed before it was read)")
             return
         with source, BinlogFile(source, path, verify_checksums=self.read_options.common.verify_checksums) as bf:
+            if table is not None:
+                yield from read_table_range(self.fmt.table_view(), table.versions, bf, path, slice_.name,
+                                            slice_.start, slice_.stop)
+                return
             view = ViewWriter(path, self.read_options, ())
             machine = TransactionMachine(bf.fde, self.read_options, view, look_ahead=lambda pos: bf.events(pos))
             yield from walk_range(bf, slice_.start, slice_.stop, machine)

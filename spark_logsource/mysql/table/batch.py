@@ -27,7 +27,7 @@ from spark_logsource.mysql.table.kernel import KernelPiece, Side
 if TYPE_CHECKING:
     from spark_logsource.mysql.table.rows import TableView
 
-__all__ = ["SOURCE_FIELDS", "Columns", "ImageColumns"]
+__all__ = ["SEQ_TYPE", "SOURCE_FIELDS", "Columns", "ImageColumns", "NotColumnWise", "image_columns", "typed_image"]
 
 SOURCE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("file", pa.string()), ("pos", pa.int64()), ("row_index", pa.int32()),
@@ -168,6 +168,27 @@ def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.
     return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(data)], null_count=nulls)
 
 
+SEQ_TYPE = pa.decimal128(38, 0)
+
+
+def seq_column(file_number: int, pos: pa.Array, row_index: pa.Array) -> pa.Array:
+    """``seq = file_number * 2**64 + pos * 2**32 + row_index`` of each row (null where ``pos`` or ``row_index`` is),
+    built from buffers: a decimal128 is 16 bytes little-endian, the low word ``pos << 32 | row_index``, the high
+    word the file number (``docs/formats/mysql-typed.md`` "Order column")."""
+    n = len(pos)
+    valid = np.logical_and(pos.is_valid().to_numpy(zero_copy_only=False),
+                           row_index.is_valid().to_numpy(zero_copy_only=False))
+    words = np.empty((n, 2), dtype=np.uint64)
+    low = pos.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint64) << np.uint64(32)
+    words[:, 0] = low | row_index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.uint32).astype(np.uint64)
+    words[:, 1] = np.uint64(file_number)
+    nulls = n - int(np.count_nonzero(valid))
+    if nulls:
+        words[~valid] = 0
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(SEQ_TYPE, n, [validity, pa.py_buffer(words.tobytes())], null_count=nulls)
+
+
 class Columns:
     """Output rows gathered column by column, cut into record batches of the view's schema.
 
@@ -175,9 +196,10 @@ class Columns:
     index of its first row (None: an error row without one), ``op``, the source struct's fields but ``file`` and
     ``row_index``, and the error text."""
 
-    def __init__(self, view: TableView, path: str) -> None:
+    def __init__(self, view: TableView, path: str, seq_file: int) -> None:
         self.view = view
         self.path = path
+        self.seq_file = seq_file
         self.corrupt = view.common.corrupt_column_or_none
         self.clear()
 
@@ -253,9 +275,57 @@ class Columns:
                 source_children.append(repeated(values, t))
         arrays = [repeated(columns[2], pa.string()), self.images["before"].array(self.view.struct),
                   self.images["after"].array(self.view.struct),
-                  pa.StructArray.from_arrays(source_children, fields=list(self.view.source_type))]
+                  pa.StructArray.from_arrays(source_children, fields=list(self.view.source_type)),
+                  seq_column(self.seq_file, source_children[1], row_index)]
         if self.corrupt is not None:
             arrays.append(repeated(columns[-1], pa.string()))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.view.schema())
         self.clear()
         return batch
+
+
+_VARIABLE = (str, bytes)
+
+
+class NotColumnWise(Exception):
+    """The images of a rows event cannot be converted column by column (the row-by-row path takes them)."""
+
+
+def typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tuple[dict[str, Any], int]:
+    """One decoded image as cells by union column name, and its string and binary bytes (ValueMismatch)."""
+    out: dict[str, Any] = {}
+    size = 0
+    for key, value in image.items():
+        name, convert = cells[key]
+        if value is None:
+            out[name] = None
+        else:
+            out[name] = convert(value)
+            if type(value) in _VARIABLE:
+                size += len(value)
+    return out, size
+
+
+def image_columns(images: list[dict[str, Any] | None],
+                   cells: dict[str, tuple[str, Any]]) -> tuple[PythonImages | None, int]:
+    """One side's images of a rows event as cells by union column name, with which rows have the image (None when
+    none has), and their string and binary bytes. ValueMismatch as the converters raise it; NotColumnWise when the
+    images do not share one key set (one event's images do: one plan decodes them all)."""
+    first = next((image for image in images if image is not None), None)
+    if first is None:
+        return None, 0
+    keys = first.keys()
+    if any(image is not None and image.keys() != keys for image in images):
+        raise NotColumnWise("the images of one rows event have different columns")
+    present = [image is not None for image in images]
+    rows: list[dict[str, Any]] = [image if image is not None else dict.fromkeys(first) for image in images]
+    out: dict[str, list[Any]] = {}
+    size = 0
+    for key in first:
+        name, convert = cells[key]
+        raw = [image[key] for image in rows]
+        out[name] = [None if v is None else convert(v) for v in raw]
+        variable = [v for v in raw if type(v) in _VARIABLE]
+        if variable:
+            size += sum(map(len, variable))
+    return (out, present), size

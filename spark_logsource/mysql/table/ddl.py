@@ -22,7 +22,7 @@ from sqlglot.errors import SqlglotError
 
 from spark_logsource.mysql.table.layout import ColumnSpec, Layout
 
-__all__ = ["Catalog", "Position", "TableHistory", "Version", "parse_ddl_file"]
+__all__ = ["Catalog", "Position", "TableHistory", "Version", "parse_ddl_file", "truncated_table"]
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,28 @@ def create_layout(stmt: exp.Create) -> Layout:
     columns = tuple(column_spec(cd) for cd in schema.expressions if isinstance(cd, exp.ColumnDef))
     if not columns:
         raise DdlError("CREATE TABLE without columns")
-    return Layout(columns, _default_charset(stmt.args.get("properties")))
+    key: tuple[str, ...] = ()
+    for node in schema.expressions:
+        key = _primary_key(node) or key
+    return Layout(columns, _default_charset(stmt.args.get("properties")), key)
+
+
+def _primary_key(node: Any) -> tuple[str, ...]:
+    """The column names of the PRIMARY KEY a column definition or a table constraint declares (empty: none)."""
+    if isinstance(node, exp.ColumnDef):
+        kinds = [c.args.get("kind") for c in node.args.get("constraints") or []]
+        return (node.name,) if any(isinstance(k, exp.PrimaryKeyColumnConstraint) for k in kinds) else ()
+    pk = node if isinstance(node, exp.PrimaryKey) else node.find(exp.PrimaryKey)
+    if pk is None:
+        return ()
+    return tuple((e if isinstance(e, exp.Identifier) else e.find(exp.Identifier)).name for e in pk.expressions)
+
+
+def _rename_key(key: tuple[str, ...], old: str, new: str | None) -> tuple[str, ...]:
+    """The primary key after column ``old`` is renamed to ``new`` (None: dropped, which leaves the key's other
+    columns, as the servers do)."""
+    out = tuple(new if k.lower() == old.lower() else k for k in key)
+    return tuple(k for k in out if k is not None)
 
 
 def _insert(columns: list[ColumnSpec], spec: ColumnSpec, position: Any) -> None:
@@ -188,6 +209,9 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
     """``layout`` after the actions of one ``ALTER TABLE`` (a rename is the caller's)."""
     columns = list(layout.columns)
     default = layout.default_charset
+    key = layout.primary_key
+    renames: list[tuple[str, str]] = []
+    filled: list[str] = []
     for action in actions:
         if isinstance(action, exp.ColumnDef):
             spec = column_spec(action)
@@ -196,6 +220,9 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
                     continue  # ADD COLUMN IF NOT EXISTS of a column that is there
                 raise DdlError(f"ADD COLUMN {spec.name!r}: the column exists")
             _insert(columns, spec, action.args.get("position"))
+            key = _primary_key(action) or key
+            if not spec.nullable or _has_default(action):
+                filled.append(spec.name)
         elif isinstance(action, exp.Drop):
             if str(action.args.get("kind") or "").upper() != "COLUMN":
                 continue  # DROP INDEX / KEY / CONSTRAINT / FOREIGN KEY: not a column
@@ -206,6 +233,7 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
                         continue
                     raise DdlError(f"DROP COLUMN {col.name!r}: no such column")
                 del columns[i]
+                key = _rename_key(key, col.name, None)
         elif isinstance(action, exp.ModifyColumn):  # MODIFY name def / CHANGE old new def
             cd = action.this
             old = action.args.get("rename_from")
@@ -214,6 +242,9 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
             if i is None:
                 raise DdlError(f"MODIFY / CHANGE {old_name!r}: no such column")
             spec = column_spec(cd)
+            key = _primary_key(cd) or _rename_key(key, old_name, spec.name)
+            if old_name.lower() != spec.key:
+                renames.append((old_name, spec.name))
             position = cd.args.get("position")
             if position is None:
                 columns[i] = spec
@@ -225,6 +256,12 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
             if i is None:
                 raise DdlError(f"RENAME COLUMN {action.this.name!r}: no such column")
             columns[i] = ColumnSpec(**{**_fields(columns[i]), "name": action.args["to"].name})
+            key = _rename_key(key, action.this.name, action.args["to"].name)
+            renames.append((action.this.name, action.args["to"].name))
+        elif isinstance(action, exp.DropPrimaryKey):
+            key = ()
+        elif isinstance(action, exp.AddConstraint) and _primary_key(action):
+            key = _primary_key(action)
         elif isinstance(action, (exp.AlterRename, *_IGNORED_ACTIONS)):
             continue
         else:
@@ -232,7 +269,13 @@ def alter_layout(layout: Layout, actions: list[Any], options: list[Any]) -> Layo
     for option in options or ():
         if isinstance(option, exp.CharacterSetProperty | exp.CollateProperty):
             default = _charset_of(option.this.name if isinstance(option.this, exp.Expression) else str(option.this))
-    return Layout(tuple(columns), default)
+    return Layout(tuple(columns), default, key, tuple(renames), tuple(filled))
+
+
+def _has_default(cd: exp.ColumnDef) -> bool:
+    """A ``DEFAULT`` other than ``DEFAULT NULL`` among the column's constraints."""
+    return any(isinstance(k, exp.DefaultColumnConstraint) and not isinstance(k.this, exp.Null)
+               for k in (c.args.get("kind") for c in cd.args.get("constraints") or []))
 
 
 def _fields(spec: ColumnSpec) -> dict[str, Any]:
@@ -312,6 +355,20 @@ def parse_statement(sql: str) -> exp.Expr | None:
         return exp.Command(this="UNPARSED", expression=exp.Literal.string(str(exc).splitlines()[0]))
 
 
+def truncated_table(sql: str, default_db: str | None) -> tuple[str, str] | None:
+    """The table a ``TRUNCATE [TABLE] name`` statement empties (None: another statement, or a name not read)."""
+    if _first_word(sql) != "TRUNCATE":
+        return None
+    tokens = _tokens(sql)
+    if len(tokens) < 2:
+        return None
+    try:
+        names = _names_in(tokens[1:], default_db)
+    except DdlError:
+        return None
+    return names[0] if len(names) == 1 else None
+
+
 # -- the catalog -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Version:
@@ -382,15 +439,18 @@ class Catalog:
                 best, best_pos = hist, pos
         return best
 
-    def apply(self, sql: str, default_db: str | None, position: Position) -> None:
-        """Replay one statement (QUERY event text, or a statement of a DDL file)."""
+    def apply(self, sql: str, default_db: str | None, position: Position) -> str | None:
+        """Replay one statement (QUERY event text, or a statement of a DDL file); the reason when it is a DDL
+        statement that could not be replayed at all (its table names not read), else None."""
         stmt = parse_statement(sql)
         if stmt is None:
-            return
+            return None
         try:
             self._apply(stmt, sql, default_db or None, position)
         except DdlError as exc:
             log.debug("DDL at %s not replayed: %s", position, exc)
+            return str(exc)
+        return None
 
     def _unknown(self, names: list[tuple[str, str]], position: Position, reason: str) -> None:
         for name in names:

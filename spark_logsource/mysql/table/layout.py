@@ -87,10 +87,16 @@ class ColumnSpec:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """The columns of a table in the order of its rows' images, and the table's default character set."""
+    """The columns of a table in the order of its rows' images, the table's default character set and its primary
+    key's column names (empty: none declared, or not known)."""
 
     columns: tuple[ColumnSpec, ...]
     default_charset: str | None = None
+    primary_key: tuple[str, ...] = ()
+    #: the column renames (old, new) of the ALTER that made this layout, in order; and the columns it added that
+    #: the server fills with a value in the rows already there (NOT NULL, or a DEFAULT other than NULL)
+    renames: tuple[tuple[str, str], ...] = ()
+    filled: tuple[str, ...] = ()
 
     def index(self, name: str) -> int | None:
         key = name.lower()

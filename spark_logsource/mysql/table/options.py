@@ -12,7 +12,7 @@ from spark_logsource.errors import OptionError
 from spark_logsource.mysql.stream.client import parse_uri
 from spark_logsource.net import Secret
 
-__all__ = ["SCHEMA_SOURCES", "TableOptions", "parse_table_options"]
+__all__ = ["SCHEMA_SOURCES", "TableOptions", "parse_state_options", "parse_table_options"]
 
 SCHEMA_SOURCES = ("binlog", "metadata", "ddl:<path>", "mysql://user@host:port")
 
@@ -31,13 +31,13 @@ def parse_table_options(view: str, table: str | None, schema_from: str | None,
                         password: str | None = None) -> TableOptions | None:
     """``table`` (``db.table``, one table), ``schemaFrom`` and ``password`` (for a server); None when ``view`` is
     not ``table``."""
-    if view != "table":
+    if view not in ("table", "state"):
         for name, value in (("table", table), ("schemaFrom", schema_from), ("password", password)):
             if value is not None:
-                raise OptionError(name, "applies to view=table only")
+                raise OptionError(name, "applies to view=table only (and view=state)")
         return None
     if not table:
-        raise OptionError("table", "view=table needs the option table (db.table; one table: several tables are "
+        raise OptionError("table", f"view={view} needs the option table (db.table; one table: several tables are "
                                    "several DataFrames)")
     if "," in table or "*" in table or "?" in table:
         raise OptionError("table", f"expected one table db.table, got {table!r} (several tables are several "
@@ -56,3 +56,13 @@ def parse_table_options(view: str, table: str | None, schema_from: str | None,
     if source.lower().startswith("ddl:") and len(source) > 4:
         return TableOptions(db, name, "ddl", source[4:])
     raise OptionError("schemaFrom", f"expected one of {', '.join(SCHEMA_SOURCES)}, got {source!r}")
+
+
+def parse_state_options(view: str, as_of: str | None, partitions: int | None) -> tuple[str | None, int | None]:
+    """``asOf`` and ``statePartitions`` of ``view=state`` (``asOf`` is read when the view is built, at
+    ``.load()``: :mod:`.state`)."""
+    if view != "state":
+        for name, value in (("asOf", as_of), ("statePartitions", partitions)):
+            if value is not None:
+                raise OptionError(name, "applies to view=state only")
+    return as_of, partitions

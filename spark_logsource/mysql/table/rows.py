@@ -1,8 +1,9 @@
 """``view=table``: the changes of one table as Debezium-style envelope rows with the table's own typed columns.
 
-Columns (``docs/formats/mysql-typed.md``): ``op`` (``c`` / ``u`` / ``d``), ``before`` and ``after`` (structs of
-every column the table ever had, typed by :mod:`.table_schema`), ``source`` (struct: file, pos, row_index,
-timestamp, server_id, gtid, xid, database, table), and the corrupt-record column in PERMISSIVE mode.
+Columns (``docs/formats/mysql-typed.md``): ``op`` (``c`` / ``u`` / ``d``, ``t`` for a TRUNCATE), ``before`` and
+``after`` (structs of every column the table ever had, typed by :mod:`.layout`), ``source`` (struct: file, pos,
+row_index, timestamp, server_id, gtid, xid, database, table), ``seq`` (the order of the changes), and the
+corrupt-record column in PERMISSIVE mode.
 
 Where the column names and types come from (``schemaFrom``):
 
@@ -22,6 +23,7 @@ logged skip (DROPMALFORMED) or an error (FAILFAST): never a guess.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from collections.abc import Iterator, Sequence
@@ -43,14 +45,35 @@ from spark_logsource.mysql.decode.query_event import decode_query
 from spark_logsource.mysql.decode.rows import decode_rows_event
 from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
 from spark_logsource.mysql.encode.runs import RowsRun
+from spark_logsource.mysql.position import binlog_number
 from spark_logsource.mysql.read.batches import MAX_BATCH_BYTES
 from spark_logsource.mysql.read.filters import EventFilters
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import QUERY_TYPES, TABLE_MAP_CACHE_SIZE, TransactionMachine, warn_once
 from spark_logsource.mysql.read.views import ViewWriter
 from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
-from spark_logsource.mysql.table.batch import SOURCE_FIELDS, Columns, PythonImages
-from spark_logsource.mysql.table.ddl import DDL_FILE, Catalog, DdlError, Position, TableHistory, Version, parse_ddl_file
+from spark_logsource.mysql.table.batch import (
+    SEQ_TYPE,
+    SOURCE_FIELDS,
+    Columns,
+    NotColumnWise,
+)
+from spark_logsource.mysql.table.batch import (
+    image_columns as _image_columns,
+)
+from spark_logsource.mysql.table.batch import (
+    typed_image as _typed_image,
+)
+from spark_logsource.mysql.table.ddl import (
+    DDL_FILE,
+    Catalog,
+    DdlError,
+    Position,
+    TableHistory,
+    Version,
+    parse_ddl_file,
+    truncated_table,
+)
 from spark_logsource.mysql.table.kernel import (
     TypedRows,
     TypedShape,
@@ -76,7 +99,7 @@ from spark_logsource.options import ParseMode
 if TYPE_CHECKING:
     from spark_logsource.mysql.format import MysqlBinlogFormat
 
-__all__ = ["SOURCE_FIELDS", "TableView", "parse_table_options"]
+__all__ = ["SOURCE_FIELDS", "TableMachine", "TableView", "TableWriter", "parse_table_options", "seq_file_number"]
 
 log = logging.getLogger(__name__)
 
@@ -226,16 +249,37 @@ class TableView:
                 raise OptionError("table", f"no CREATE TABLE {name} was found in the binlogs read{hint}; "
                                            "schemaFrom=metadata names rows from binlog_row_metadata=FULL")
         assert history is not None  # every branch above set it or raised
+        self._build(history, layouts)
+
+    @classmethod
+    def from_history(cls, fmt: MysqlBinlogFormat, options: TableOptions, history: TableHistory,
+                     layouts: Sequence[Layout]) -> TableView:
+        """A view whose history and layouts were found elsewhere (a live server: :mod:`.follow`)."""
+        view = cls.__new__(cls)
+        view.options = options
+        view.read_options = dataclasses.replace(fmt.read_options, view="changes", include_query=False)
+        view.common = fmt.common
+        view.file_numbers = {}
+        view._build(history, layouts)
+        return view
+
+    def with_history(self, versions: Sequence[Version]) -> TableView:
+        """This view naming rows by ``versions`` (a stream's slice carries the versions of its range)."""
+        view = copy.copy(self)
+        view.history = TableHistory(list(versions))
+        return view
+
+    def _build(self, history: TableHistory, layouts: Sequence[Layout]) -> None:
         self.history = history
         self.columns = union_columns(layouts)
         self.column_types = {n.lower(): (n, t) for n, t in self.columns}
         self.struct = struct_type(self.columns)
         self.source_type = pa.struct([pa.field(n, t) for n, t in SOURCE_FIELDS])
         fields = [pa.field("op", pa.string()), pa.field("before", self.struct), pa.field("after", self.struct),
-                  pa.field("source", self.source_type)]
+                  pa.field("source", self.source_type), pa.field("seq", SEQ_TYPE)]
         corrupt = self.common.corrupt_column_or_none
         if corrupt is not None:
-            if corrupt in ("op", "before", "after", "source"):
+            if corrupt in ("op", "before", "after", "source", "seq"):
                 raise OptionError("columnNameOfCorruptRecord", f"{corrupt!r} is already a column")
             fields.append(pa.field(corrupt, pa.string()))
         self._schema = pa.schema(fields)
@@ -300,7 +344,7 @@ class TableView:
             number = self.file_numbers[split.uri]
         options = dataclasses.replace(self.read_options, start_position=options.start_position,
                                       stop_position=options.stop_position)
-        writer = TableWriter(self, path, options, number)
+        writer = TableWriter(self, path, options, number, seq_file_number(path, number))
         start, end = split.start, split.end
         with open_input(split.uri) as source:
             try:
@@ -316,7 +360,7 @@ class TableView:
                     if start > 0:
                         return
                     end = None
-                machine = _TableMachine(bf.fde, options, writer, look_ahead=lambda pos: bf.events(pos))
+                machine = TableMachine(bf.fde, options, writer, look_ahead=lambda pos: bf.events(pos))
                 yield from walk_split(bf, start, end, machine)
             finally:
                 bf.close()
@@ -371,10 +415,26 @@ class TableView:
         return _Naming(decode_with, cells, tuple(columns))
 
 
-class _TableMachine(TransactionMachine):
-    """The changes view's transaction machine, decoding the table's rows with the layout in force."""
+def seq_file_number(path: str, index: int) -> int:
+    """The file number of ``seq``: the binlog's numeric suffix (``mysql-bin.000042`` → 42); a file not named like a
+    binlog: its index in the files read."""
+    number = binlog_number(path.rsplit("/", 1)[-1])[1]
+    return number if number >= 0 else index
+
+
+class TableMachine(TransactionMachine):
+    """The changes view's transaction machine, decoding the table's rows with the layout in force; a TRUNCATE of
+    the table is a row of its own."""
 
     view: TableWriter
+
+    def process(self, ev: BinlogEvent, decoded_query: dict[str, Any] | None, inner: bool = False) -> None:
+        if ev.type_code in QUERY_TYPES:
+            decoded_query = decoded_query if decoded_query is not None else self.decode_query(ev)
+            name = truncated_table(decoded_query["query"], decoded_query["schema"] or None)
+            if name is not None:
+                self.view.truncated(ev, name, self.gtid)
+        super().process(ev, decoded_query, inner)
 
     def _decode_table_map(self, ev: BinlogEvent) -> TableMap:
         """As the changes view's, without its warning about rows keyed ``@1``: this view names them itself."""
@@ -424,7 +484,8 @@ class _TableMachine(TransactionMachine):
 class TableWriter(ViewWriter):
     """The :class:`ViewWriter` of ``view=table``: the rows of the one table, named and typed."""
 
-    def __init__(self, view: TableView, path: str, options: BinlogReadOptions, file_number: int) -> None:
+    def __init__(self, view: TableView, path: str, options: BinlogReadOptions, file_number: int,
+                 seq_file: int) -> None:
         # not ViewWriter.__init__: its batch builder is the changes view's
         self.mode = options.common.mode
         self.events_view = False
@@ -434,7 +495,7 @@ class TableWriter(ViewWriter):
         self.file_number = file_number
         self.out_path = path
         self.batch_size = options.common.batch_size
-        self.columns = Columns(view, path)
+        self.columns = Columns(view, path, seq_file)
         #: the compiled kernel converts rows events to typed columns (the Python path when it declines)
         self.use_kernel = kernel_available()
         self._namings: dict[tuple[int, Position | None], tuple[TableMap, _Naming]] = {}
@@ -508,6 +569,11 @@ class TableWriter(ViewWriter):
                 continue
             self.columns.add(_OPS[op], old, new, row_source, None, old_size + new_size)
 
+    def truncated(self, ev: BinlogEvent, name: tuple[str, str], gtid: str | None) -> None:
+        """A ``TRUNCATE`` of ``name`` at ``ev``: an ``op = 't'`` row when it is this table there."""
+        if self.table_view.name_at((self.file_number, ev.pos)) == name:
+            self.columns.add("t", None, None, (None, ev.pos, 0, ev.timestamp, ev.server_id, gtid, None, *name), None)
+
     def bad(self, pos: int | None, next_pos: int | None, error: CorruptDataError) -> None:
         self.mode.handle(error, lambda e: self.columns.add(None, None, None, (None, pos) + (None,) * 7, str(e)))
 
@@ -526,50 +592,3 @@ class TableWriter(ViewWriter):
             batch = self.columns.batch()
             for offset in range(0, len(batch), self.batch_size):  # a rows event may hold more than a batch
                 yield batch.slice(offset, self.batch_size)
-
-
-_VARIABLE = (str, bytes)
-
-
-class NotColumnWise(Exception):
-    """The images of a rows event cannot be converted column by column (the row-by-row path takes them)."""
-
-
-def _typed_image(image: dict[str, Any], cells: dict[str, tuple[str, Any]]) -> tuple[dict[str, Any], int]:
-    """One decoded image as cells by union column name, and its string and binary bytes (ValueMismatch)."""
-    out: dict[str, Any] = {}
-    size = 0
-    for key, value in image.items():
-        name, convert = cells[key]
-        if value is None:
-            out[name] = None
-        else:
-            out[name] = convert(value)
-            if type(value) in _VARIABLE:
-                size += len(value)
-    return out, size
-
-
-def _image_columns(images: list[dict[str, Any] | None],
-                   cells: dict[str, tuple[str, Any]]) -> tuple[PythonImages | None, int]:
-    """One side's images of a rows event as cells by union column name, with which rows have the image (None when
-    none has), and their string and binary bytes. ValueMismatch as the converters raise it; NotColumnWise when the
-    images do not share one key set (one event's images do: one plan decodes them all)."""
-    first = next((image for image in images if image is not None), None)
-    if first is None:
-        return None, 0
-    keys = first.keys()
-    if any(image is not None and image.keys() != keys for image in images):
-        raise NotColumnWise("the images of one rows event have different columns")
-    present = [image is not None for image in images]
-    rows: list[dict[str, Any]] = [image if image is not None else dict.fromkeys(first) for image in images]
-    out: dict[str, list[Any]] = {}
-    size = 0
-    for key in first:
-        name, convert = cells[key]
-        raw = [image[key] for image in rows]
-        out[name] = [None if v is None else convert(v) for v in raw]
-        variable = [v for v in raw if type(v) in _VARIABLE]
-        if variable:
-            size += sum(map(len, variable))
-    return (out, present), size

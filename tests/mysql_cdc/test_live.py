@@ -1,0 +1,72 @@
+"""``view=table`` on ``mysql-replication`` through the LogStream calls (no Spark): the driver finds the DDL with
+SHOW BINLOG EVENTS; TRUNCATE is a row, a DROP TABLE stops the stream naming it, a RENAME TABLE is followed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spark_logsource.api import make_format
+from tests.mysql_cdc.conftest import TableWriter, create_table, drive, rebuild
+from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+
+
+def _stream(server: StreamServer, table: str, first: str) -> Any:
+    opts = {"uri": server.uri, "password": CDC_PASSWORD, "serverId": "4700", "view": "table", "table": table,
+            "startingPosition": json.dumps({"file": first, "pos": 4})}
+    return make_format("mysql-replication", server.uri, opts).stream()
+
+
+def test_truncate_rename_table_and_drop(cdc_server: StreamServer) -> None:
+    cdc_server.flush_logs()
+    first = cdc_server.binlog_files()[-1].name
+    create_table(cdc_server, "cdc.v")
+    writer = TableWriter(cdc_server, "cdc.v", seed=8)
+    writer.transactions(10)
+    stream = _stream(cdc_server, "cdc.v", first)
+    start = stream.initial_offset()
+    rows, offset, error = drive(stream, start)
+    assert error is None and rows
+    cdc_server.execute("TRUNCATE TABLE cdc.v")
+    writer.transactions(3)
+    cdc_server.execute("RENAME TABLE cdc.v TO cdc.v2")
+    writer.name = "cdc.v2"
+    writer.transactions(3)
+    more, offset, error = drive(stream, offset)
+    assert error is None
+    assert [r["op"] for r in more].count("t") == 1
+    assert {r["source"]["table"] for r in more if r["op"] != "t"} == {"v", "v2"}
+    assert offset["table"]["name"] == ["cdc", "v2"]
+    seqs = [r["seq"] for r in rows + more]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert set(rebuild(rows + more)) == {r[0] for r in cdc_server.query("SELECT id FROM cdc.v2")}
+
+    cdc_server.execute("DROP TABLE cdc.v2")
+    _rows, stopped, error = drive(stream, offset)
+    assert error is not None and "DROP TABLE" in str(error) and "was dropped" in str(error)
+    assert error.position.startswith(stopped["file"].split(".")[0])
+
+
+def test_batch_read_of_a_live_range_equals_the_files(cdc_server: StreamServer) -> None:
+    import spark_logsource
+
+    cdc_server.flush_logs()
+    first = cdc_server.binlog_files()[-1].name
+    create_table(cdc_server, "cdc.b")
+    writer = TableWriter(cdc_server, "cdc.b", seed=17)
+    writer.transactions(8)
+    cdc_server.execute("ALTER TABLE cdc.b ADD COLUMN note VARCHAR(10)")
+    writer.transactions(4)
+    cdc_server.flush_logs()
+    end_file, end_pos = cdc_server.query("SHOW MASTER STATUS")[0][:2]
+    live = spark_logsource.read("mysql-replication", [], uri=cdc_server.uri, password=CDC_PASSWORD, view="table",
+                                table="cdc.b", serverId="4800", startingPosition=json.dumps({"file": first, "pos": 4}),
+                                endingPosition=json.dumps({"file": end_file, "pos": int(end_pos)}))
+    names = [p.name for p in cdc_server.binlog_files()]
+    files = spark_logsource.read("mysql-binlog", [str(cdc_server.binlog_dir / n)
+                                                  for n in names[names.index(first):names.index(end_file)]],
+                                 view="table", table="cdc.b")
+    assert "note" in live.schema.field("after").type.names
+    got = [(r["seq"], r["op"], r["before"], r["after"]) for r in live.to_pylist()]
+    want = [(r["seq"], r["op"], r["before"], r["after"]) for r in files.to_pylist()]
+    assert got == want and len(got) > 8
