@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 from spark_logsource.api import make_format
+from spark_logsource.errors import SchemaChangeError
 from spark_logsource.spark.stream_reader import (
     LogStreamReader,
     StreamSlicePartition,
@@ -163,3 +164,33 @@ def test_pickled_reader_carries_no_driver_state(finished_wal):
     assert copy.stream._metas == {}
     part = reader.partitions(start, reader._last)[0]
     assert isinstance(part, StreamSlicePartition) and "XlogSlice(" in repr(part)
+
+
+@needs_read_limits
+def test_available_now_ends_with_the_stop_its_stream_reports_at_the_target(finished_wal):
+    """A stream that must stop at a boundary (a schema change its query's schema cannot name) raises from
+    ``latest_offset`` when asked from there: an availableNow run whose target is that boundary ends with the error
+    after its last batch, rather than ending cleanly and failing only in the next run."""
+    stream = make_format("tarantool-xlog", str(finished_wal), {"tupleFormat": "json", "maxRowsPerTrigger": "30"}
+                         ).stream()
+    target = stream.latest_offset(stream.initial_offset(), ReadBudget())
+
+    class StopsAtTheEnd(type(stream)):  # type: ignore[misc]
+        def latest_offset(self, start, budget):
+            if offset_json(start) == offset_json(target):
+                raise SchemaChangeError(str(finished_wal), "end", "ALTER", "a layout the schema cannot name")
+            return super().latest_offset(start, budget)
+
+    stream.__class__ = StopsAtTheEnd
+    reader = make_stream_reader(stream)
+    start = reader.initialOffset()
+    reader.prepareForTriggerAvailableNow()
+    seen = []
+    with pytest.raises(SchemaChangeError, match="schema change"):
+        for _ in range(1000):
+            end = reader.latestOffset(start, reader.getDefaultReadLimit())
+            if offset_json(end) == offset_json(start):
+                break
+            seen.append(end)
+            start = end
+    assert len(seen) > 1 and offset_json(seen[-1]) == offset_json(target), "every batch up to the stop was read"
