@@ -102,6 +102,7 @@ class TarantoolXlogFormat(LogFormat):
         self.option_predicates = tuple(preds)
         self.read_options = XlogReadOptions(tuple_format=self.tuple_format, common=self.common)
         self.stream_options = parse_stream_options(opts)
+        self.starting_text = opts.string("startingPosition")  # view=space: an offset's own "space"/"snapshot" keys
         self.typed_view = _typed_view_options(opts)  # view=space|state: built on first use (reads the catalog)
         self._typed: SpaceView | StateView | None = None
 

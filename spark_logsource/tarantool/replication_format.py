@@ -23,6 +23,8 @@ Options (case-insensitive):
 - ``maxPacketBytes`` (default 256m): the largest packet (one row) accepted from the server.
 - ``spaceId``, ``replicaId``, ``types``, ``tupleFormat``: as in ``tarantool-xlog``; plus the common ``mode``,
   ``columnNameOfCorruptRecord``, ``batchSize``.
+- ``view`` rows|space and ``space``: ``view=space`` streams one space's typed changes (``readStream`` and
+  ``follow`` only; ``docs/formats/tarantool-typed.md``, ``tarantool/table/live_space.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from spark_logsource.tarantool.read.reader import xlog_schema
 from spark_logsource.tarantool.stream.handshake import Endpoint
 from spark_logsource.tarantool.stream.live import LiveSlice, LiveStream, parse_offset
 from spark_logsource.tarantool.stream.packets import MAX_PACKET_BYTES
+from spark_logsource.tarantool.table.catalog import SpaceHistory
+from spark_logsource.tarantool.table.live_space import LiveSpaceStream, server_history
+from spark_logsource.tarantool.table.space_view import SpaceView
 
 _NAMED_POSITIONS = ("latest", "earliest", "snapshot")
 
@@ -81,9 +86,16 @@ class TarantoolReplicationFormat(LogFormat):
 
     def _parse_options(self, opts: OptionMap) -> None:
         view = opts.string("view")
-        if view is not None:
-            raise OptionError("view", f"view={view} is available on tarantool-xlog only for now (files of a "
-                                      "wal_dir / memtx_dir); tarantool-replication gives the log's rows")
+        if view is not None and view.strip().lower() not in ("rows", "space"):
+            raise OptionError("view", f"view={view} is available on tarantool-xlog only (files of a wal_dir / "
+                                      "memtx_dir); tarantool-replication gives the log's rows or view=space")
+        self.space_option = opts.string("space")
+        self.typed = view is not None and view.strip().lower() == "space"
+        if self.typed and not self.space_option:
+            raise OptionError("space", "view=space needs the option space (a space name or id)")
+        if self.space_option is not None and not self.typed:
+            raise OptionError("space", "applies to view=space only")
+        self._space_view: SpaceView | None = None
         uri = opts.string("uri")
         if uri is None and len(self.paths) == 1:
             uri = self.paths[0]
@@ -104,9 +116,32 @@ class TarantoolReplicationFormat(LogFormat):
         self.max_packet_bytes = opts.size("maxPacketBytes", MAX_PACKET_BYTES)
         self.tuple_format = opts.choice("tupleFormat", TUPLE_FORMATS, "variant")
         self.option_predicates = tuple(row_filters(opts))
+        if self.typed:
+            self.tuple_format = "msgpack"  # the typed rows are made from the values as stored
+            self.option_predicates = ()
 
     def schema(self) -> pa.Schema:
+        if self.typed:
+            return self.space_view().schema()
+        return self.rows_schema()
+
+    def rows_schema(self) -> pa.Schema:
+        """The plain rows' schema (what the replica decodes, also under view=space)."""
         return xlog_schema(self.tuple_format, self.common.corrupt_column_or_none)
+
+    def space_view(self) -> SpaceView:
+        """view=space: the typed view of the space as the server defines it now (read once, on the driver)."""
+        if self._space_view is None:
+            assert self.space_option is not None
+            space = self.space_option
+
+            def read() -> SpaceHistory:
+                with LiveStream(self)._connect() as conn:
+                    return server_history(conn, space)[0]
+
+            history = self.reconnect.call(read, "reading the space's definition")
+            self._space_view = SpaceView.of_history(self, history)
+        return self._space_view
 
     def accept_file_name(self, name: str) -> bool:
         return False
@@ -118,10 +153,15 @@ class TarantoolReplicationFormat(LogFormat):
         return ("verifyChecksums", "maxPartitionBytes", "pathGlobFilter", "recursiveFileLookup")
 
     def stream(self) -> LiveStream:
+        if self.typed:
+            return LiveSpaceStream(self)
         return LiveStream(self)
 
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
         """Batch read: the slices of ``[startingPosition, endingPosition)``, resolved against the server now."""
+        if self.typed:
+            raise OptionError("view", "view=space on tarantool-replication is for readStream (and follow) only; a "
+                                      "batch read of one space's changes reads the WAL files (tarantool-xlog)")
         stream = self.stream()
         start = stream.resolve_position(self.batch_starting_position)
         end = stream.resolve_position(self.ending_position)

@@ -94,6 +94,6 @@ def test_a_tiny_timeout_fails_naming_the_server(caplog: pytest.LogCaptureFixture
 
 
 def test_view_space_names_where_it_is_available(live_server: LiveTarantool) -> None:
-    with pytest.raises(OptionError, match=r"view=space is available on tarantool-xlog only") as info:
-        spark_logsource.follow("tarantool-replication", live_server.uri, password=PASSWORD, view="space")
+    with pytest.raises(OptionError, match=r"view=state is available on tarantool-xlog only") as info:
+        spark_logsource.follow("tarantool-replication", live_server.uri, password=PASSWORD, view="state")
     assert "did you mean" not in str(info.value)

@@ -283,7 +283,7 @@ class _RangeReader:
         #: per origin: the last LSN received (rows up to it are handled); where a reconnect resumes
         self.received: VClock = dict(self.low)
         self.pending = {r for r, v in self.end.items() if v > self.low.get(r, 0)}
-        self.schema = fmt.schema()
+        self.schema = fmt.rows_schema()  # the plain rows, also under view=space (typed from them)
         self.corrupt_column = fmt.common.corrupt_column_or_none
         self._out: list[pa.RecordBatch] = []
         self._out_rows = 0

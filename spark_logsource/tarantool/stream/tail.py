@@ -20,7 +20,8 @@ garbage collector. The stream:
   ``failOnDataLoss=false`` a warning and a jump to the oldest file still there.
 
 Snapshots (``.snap``, ``.snap.inprogress``) and vinyl files are not part of the stream: the xlogs hold every
-change; a snapshot only rotates the xlog, which the stream follows.
+change; a snapshot only rotates the xlog, which the stream follows. (``view=space`` may start with the newest
+snapshot's tuples: ``tarantool/table/stream.py``, a subclass of this stream.)
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError, OptionError
 from spark_logsource.tarantool.table.catalog import SpaceDef
 from spark_logsource.tarantool.table.replay import ReplayError, TupleStore
-from spark_logsource.tarantool.table.space_view import SpaceView
+from spark_logsource.tarantool.table.space_view import SNAPSHOT_OP, SpaceView
 from spark_logsource.tarantool.table.typed import FieldTypeError, column_name, row_fields, typed_array, variant_column
 
 __all__ = ["Applied", "SpaceSpec", "apply_changes", "space_spec", "touched_keys"]
@@ -215,6 +215,8 @@ def apply_changes(spec: SpaceSpec, changes: pa.Table | pa.RecordBatch, current: 
             result.skipped += 1
             continue
         op = row["op"]
+        if op == SNAPSHOT_OP:  # a tuple a snapshot holds (a stream started at a snapshot): stored as it is
+            op = "REPLACE"
         if op == "TRUNCATE":
             for gone in list(store.rows):
                 touched[gone] = seq

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,14 @@ from spark_logsource.options import ParseMode
 from spark_logsource.tarantool.read.logrows import LogRow, file_key, iter_rows, read_vclock
 from spark_logsource.tarantool.read.prune import prune_by_lsn
 from spark_logsource.tarantool.read.reader import XlogReadOptions, iter_file_batches
-from spark_logsource.tarantool.table.catalog import TRUNCATE_SPACE, Catalog, SpaceDef, SpaceHistory, build_catalog
+from spark_logsource.tarantool.table.catalog import (
+    TRUNCATE_SPACE,
+    Catalog,
+    SpaceDef,
+    SpaceHistory,
+    Version,
+    build_catalog,
+)
 from spark_logsource.tarantool.table.replay import rebase_ops
 from spark_logsource.tarantool.table.typed import (
     FieldTypeError,
@@ -51,8 +58,9 @@ from spark_logsource.tarantool.table.typed import (
 if TYPE_CHECKING:
     from spark_logsource.io.fs import FileEntry
     from spark_logsource.tarantool.format import TarantoolXlogFormat
+    from spark_logsource.tarantool.replication_format import TarantoolReplicationFormat
 
-__all__ = ["SpaceView", "resolve_space", "wal_order"]
+__all__ = ["SNAPSHOT_OP", "SpaceView", "resolve_space", "wal_order"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +70,8 @@ BASE_COLUMNS: tuple[tuple[str, pa.DataType], ...] = (
 )
 TAIL_COLUMNS = ("ops", "extra_fields")
 _CHANGE_TYPES = ("INSERT", "REPLACE", "UPDATE", "DELETE", "UPSERT")
+#: ``op`` of the rows a stream started at a snapshot reads from the ``.snap`` (the tuples stored there).
+SNAPSHOT_OP = "SNAPSHOT"
 
 
 def wal_order(uri: str, space_ids: Sequence[int], common: Any, start: int = 0,
@@ -173,6 +183,22 @@ class SpaceView(TypedView):
 
     def __init__(self, fmt: TarantoolXlogFormat, space: str) -> None:
         super().__init__(fmt, space)
+        self._columns_of_history()
+
+    @classmethod
+    def of_history(cls, fmt: TarantoolXlogFormat | TarantoolReplicationFormat, history: SpaceHistory) -> SpaceView:
+        """The view of a space whose definitions come from elsewhere than files (the live source: the server's
+        ``_space`` and what its stream saw); the format gives only ``common`` and ``option_predicates``."""
+        view = cls.__new__(cls)
+        # a view built from a history never lists files: of the format it reads only the options both kinds have
+        view.fmt = cast("TarantoolXlogFormat", fmt)
+        view.history = history
+        view.space_id = history.space_id
+        view._columns_of_history()
+        return view
+
+    def _columns_of_history(self) -> None:
+        fmt = self.fmt
         self.reserved = tuple(n for n, _ in BASE_COLUMNS) + TAIL_COLUMNS + (fmt.common.corrupt_column,)
         self.columns, self._schema = view_schema(
             self.history.defined(), self.reserved, head=[pa.field(n, t) for n, t in BASE_COLUMNS], tail=TAIL_COLUMNS,
@@ -186,14 +212,29 @@ class SpaceView(TypedView):
         return [p for p in self.fmt.option_predicates if p.column != "space_id"]
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        yield from self.read_changes(split.uri, split.start, split.end)
+
+    def read_changes(self, uri: str, start: int, end: int | None, *, history: SpaceHistory | None = None,
+                     covered: Mapping[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """The changes of the blocks of xlog ``uri`` starting in ``[start, end)``, each named by ``history`` (the
+        batch view's own by default; a stream passes the versions of its range).  Rows whose LSN ``covered`` (a
+        snapshot's vclock) already holds are skipped (``table/stream.py``)."""
+        spaces = (self.space_id, TRUNCATE_SPACE)
+        seqs = wal_order(uri, spaces, self.fmt.common, start, end)
+        rows = iter_rows(uri, spaces, self.fmt.common, self._raw_predicates(), start=start, end=end)
+        yield from self.typed_batches(((row, seqs.get((row.replica_id or 0, row.lsn or 0))) for row in rows),
+                                      self.history if history is None else history, covered)
+
+    def typed_batches(self, rows: Iterable[tuple[LogRow, int | None]], history: SpaceHistory,
+                      covered: Mapping[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """The view's batches of ``rows`` (rows of the space and of ``_truncate``, each with its ``seq``), each
+        named by the version of ``history`` in force at its position."""
         out = _Rows(self._schema, self.columns)
         size = self.fmt.common.batch_size
         plans: dict[int, list[Any]] = {}  # id(SpaceDef) → its row plan
-        spaces = (self.space_id, TRUNCATE_SPACE)
-        seqs = wal_order(split.uri, spaces, self.fmt.common, split.start, split.end)
-        for row in iter_rows(split.uri, spaces, self.fmt.common, self._raw_predicates(),
-                             start=split.start, end=split.end):
-            seq = seqs.get((row.replica_id or 0, row.lsn or 0))
+        for row, seq in rows:
+            if covered and row.error is None and (row.lsn or 0) <= covered.get(row.replica_id or 0, 0):
+                continue
             if row.error is not None:
                 self._bad(out, row, row.error)
             elif row.space_id == TRUNCATE_SPACE:
@@ -204,9 +245,35 @@ class SpaceView(TypedView):
                              "replica_id": row.replica_id, "seq": seq})
             elif row.type in _CHANGE_TYPES:
                 try:
-                    out.add(self._typed(row, plans, seq))
+                    out.add(self._typed(row, plans, seq, history))
                 except (FieldTypeError, CorruptDataError) as exc:
                     self._bad(out, row, CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: {exc}"), seq)
+            if out.n >= size:
+                yield out.batch()
+        if out.n:
+            yield out.batch()
+
+    def read_snapshot(self, uri: str, start: int, end: int | None, space: SpaceDef | None,
+                      seq: int) -> Iterator[pa.RecordBatch]:
+        """The space's tuples stored in the blocks of snapshot ``uri`` starting in ``[start, end)``, as rows of op
+        :data:`SNAPSHOT_OP` named by ``space`` (the definition the snapshot holds), ``seq`` the snapshot's
+        signature and ``lsn``, ``tsn``, ``timestamp``, ``replica_id`` null (a snapshot row is no change)."""
+        history = SpaceHistory(self.space_id, [Version((-1, 0, 0, 0), 0, space)])
+        out = _Rows(self._schema, self.columns)
+        size = self.fmt.common.batch_size
+        plans: dict[int, list[Any]] = {}
+        for row in iter_rows(uri, (self.space_id,), self.fmt.common, start=start, end=end):
+            if row.error is not None:
+                self._bad(out, row, row.error, seq)
+            elif row.type in ("INSERT", "REPLACE"):
+                try:
+                    values = self._typed(row, plans, seq, history)
+                except (FieldTypeError, CorruptDataError) as exc:
+                    row.type, row.lsn = SNAPSHOT_OP, None
+                    self._bad(out, row, CorruptDataError(row.path, row.offset, f"snapshot row: {exc}"), seq)
+                    continue
+                values.update(op=SNAPSHOT_OP, lsn=None, tsn=None, timestamp=None, replica_id=None)
+                out.add(values)
             if out.n >= size:
                 yield out.batch()
         if out.n:
@@ -221,8 +288,9 @@ class SpaceView(TypedView):
 
         self.fmt.common.mode.handle(error, keep)
 
-    def _typed(self, row: LogRow, plans: dict[int, list[Any]], seq: int | None) -> dict[str, Any]:
-        space = self.history.at(row.position)
+    def _typed(self, row: LogRow, plans: dict[int, list[Any]], seq: int | None,
+               history: SpaceHistory) -> dict[str, Any]:
+        space = history.at(row.position)
         if space is None:
             raise FieldTypeError(f"no format of space {self.space_id} is known at this point of the log")
         values: dict[str, Any] = {"op": row.type, "lsn": row.lsn, "tsn": row.tsn, "timestamp": row.timestamp,
