@@ -138,10 +138,9 @@ def test_option_error_at_load_is_short(spark: Any, fixtures_dir: Path) -> None:
     assert python_frames(str(info.value)) == 1, str(info.value)
 
 
-# --- typed views are batch only -----------------------------------------------------------------------------------
+# --- typed views that are batch only ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("fmt", "sample", "options"), [
-    ("mysql-binlog", "mysql/full-image.000001", {"view": "table", "table": "shop.orders", "schemaFrom": "binlog"}),
-    ("tarantool-xlog", "tarantool/typed", {"view": "space", "space": "512"}),
+    ("mysql-binlog", "mysql/full-image.000001", {"view": "state", "table": "shop.orders", "schemaFrom": "binlog"}),
     ("tarantool-xlog", "tarantool/typed", {"view": "state", "space": "512"}),
 ])
 def test_typed_view_stream_fails_with_one_clean_message(spark: Any, tmp_path: Path, fmt: str, sample: str,

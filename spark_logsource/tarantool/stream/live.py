@@ -254,8 +254,15 @@ class LiveStream(LogStream):
 
 
 def cap_vclock(start: VClock, end: VClock, max_rows: int | None) -> VClock:
-    """``end`` with at most ``max_rows`` LSNs taken over all origins (origins in id order); at least one."""
+    """``end`` with at most ``max_rows`` LSNs of its one advancing origin; at least one.
+
+    A range must end at a vclock the server passed through, or its rows would not be a prefix of the server's
+    order: when several origins advance (rows relayed from other masters), the driver cannot know which vclocks lie
+    on the server's path without reading the rows, so the budget is not applied and the range ends at ``end``.
+    """
     if max_rows is None:
+        return dict(end)
+    if sum(1 for r in end if end[r] > start.get(r, 0)) > 1:
         return dict(end)
     left = max(max_rows, 1)
     out = dict(start)
