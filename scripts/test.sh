@@ -3,8 +3,8 @@
 # pyproject.toml), then the tests. With arguments, they go to one pytest run.
 # Without, these passes: the decoder tests with SPARK_LOGSOURCE_PURE_PYTHON=1 (the pure-Python references must pass
 # them too) beside the kernels' tests under AddressSanitizer, the decoder tests and a Spark module on Python 3.12
-# (scripts/py312.sh) and the deployment groups (tests/deploy: a standalone cluster, then Spark Connect, each its
-# own pytest process); then the whole suite with the compiled kernels.
+# (scripts/py312.sh) and the deployment groups (tests/deploy: a standalone cluster, then Spark Connect, then
+# spark-pipelines, each its own pytest process); then the whole suite with the compiled kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --system
@@ -26,7 +26,8 @@ asan_pid=$!
 timeout -k 60 "$PASS_LIMIT" bash scripts/py312.sh >"$py312_log" 2>&1 &
 py312_pid=$!
 { timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m cluster tests/deploy &&
-  timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m connect tests/deploy; } >"$deploy_log" 2>&1 &
+  timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m connect tests/deploy &&
+  timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m pipelines tests/deploy; } >"$deploy_log" 2>&1 &
 deploy_pid=$!
 # set -e holds inside a trap too: every command here must succeed
 trap 'for p in "$asan_pid" "$py312_pid" "$deploy_pid"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null ||
@@ -55,7 +56,7 @@ report() {  # report NAME RC LOG: its pytest runs' closing lines, or the log's t
 }
 report "AddressSanitizer" "$asan_rc" "$asan_log"
 report "Python 3.12" "$py312_rc" "$py312_log"
-report "deployment (standalone cluster, Spark Connect)" "$deploy_rc" "$deploy_log"
+report "deployment (standalone cluster, Spark Connect, spark-pipelines)" "$deploy_rc" "$deploy_log"
 if ((pure_rc != 0)); then
   echo "test: the pure-Python pass failed (rc $pure_rc)" >&2
 fi

@@ -12,15 +12,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.mysql_cdc.conftest import create_table
+from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, StreamServer
 from tests.support.deploy import Dataset, make_bulk_xlog, small_datasets
 from tests.support.servers.spark_standalone import StandaloneCluster, wait_for_executors
 
 #: The markers of the groups that each need a pytest process of their own.
-GROUPS = ("cluster", "connect")
+GROUPS = ("cluster", "connect", "pipelines")
 
 
 def _group(item: pytest.Item) -> str | None:
@@ -37,8 +40,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.hook.pytest_deselected(items=left_out)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        reporter.write_line(f"tests/deploy: {len(left_out)} cluster / Connect tests left out of this run; they run "
-                            "one group per process: pytest -m cluster tests/deploy; pytest -m connect tests/deploy")
+        reporter.write_line(f"tests/deploy: {len(left_out)} cluster / Connect / pipelines tests left out of this run; "
+                            "they run one group per process: pytest -m cluster tests/deploy; pytest -m connect "
+                            "tests/deploy; pytest -m pipelines tests/deploy")
 
 
 def _no_local_session() -> None:
@@ -95,3 +99,27 @@ def connect_spark() -> Iterator[Any]:
                .getOrCreate())
     yield session
     session.stop()
+
+
+#: The table the pipeline tests' writer changes and their pipeline copies.
+PIPELINE_TABLE = "cdc.p"
+
+
+@pytest.fixture(scope="module")
+def pipeline_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
+    """A MariaDB 10.11 of its own for ``spark-pipelines run`` (as ``tests/mysql_cdc``'s): the replication account
+    with SELECT on the database, and the table ``cdc.p`` (the columns of ``tests/mysql_cdc``'s writer)."""
+    server = StreamServer(Path(tmp_path_factory.mktemp("mariadb-pipelines")))
+    try:
+        server.start()
+    except Exception as exc:
+        pytest.fail(f"cannot start mariadbd: {exc}")
+    try:
+        server.execute(f"CREATE USER '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'")
+        server.execute(f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'")
+        server.execute("CREATE DATABASE cdc")
+        server.execute(f"GRANT SELECT ON cdc.* TO '{CDC_USER}'@'%'")
+        create_table(server, PIPELINE_TABLE)
+        yield server
+    finally:
+        server.stop()
