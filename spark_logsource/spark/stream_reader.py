@@ -8,6 +8,9 @@ One reader class serves every streaming format and every pyspark from 4.0 to 4.3
   the parameters and pass ``(start, ReadLimit)``, which is mapped to a :class:`ReadBudget`.
 - ``getDefaultReadLimit`` (4.2+) reports the options as one of Spark's built-in limits; when Spark hands that same
   limit back, the stream gets the whole budget of the options (several ``max*PerTrigger`` at once).
+- ``reportLatestOffset`` (4.2+): the newest boundary the source has, which Spark shows as the progress'
+  ``latestOffset`` next to ``endOffset`` (how far the query is behind): the answer of the trigger's own
+  ``latestOffset`` when no budget capped it, else the stream asked once more from the same start without a budget.
 - ``trigger(availableNow=True)``: on 4.2+, for streams that order their offsets, the reader is also a
   ``SupportsTriggerAvailableNow``: the target is the newest boundary when the first ``latestOffset`` of the run
   is asked, and no offset past it is ever returned. Otherwise Spark's own fallback runs one batch up to the
@@ -104,6 +107,9 @@ class LogStreamReader(DataSourceStreamReader):
         self._last: Offset | None = None  # newest offset handed to or heard from Spark (4.0/4.1 have no start)
         self._available_now = False
         self._target: Offset | None = None
+        # The trigger's start, and the newest boundary when the trigger's own answer was not capped (None: ask).
+        self._asked_from: Offset | None = None
+        self._newest: Offset | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the stream (options) only; driver memory must not leak into tasks.
@@ -142,7 +148,28 @@ class LogStreamReader(DataSourceStreamReader):
         else:
             end = self.stream.latest_offset(start, budget)
         self._last = end
+        self._asked_from = start
+        self._newest = end if budget.unlimited and not self._available_now else None
         return end
+
+    def reportLatestOffset(self) -> Offset | None:
+        """The newest boundary the source has (4.2+ call it after each ``latestOffset``; Spark's progress shows it).
+
+        Free when the trigger read everything available (its end is the newest); when a budget or the availableNow
+        target capped it, the stream is asked again from the trigger's own start (never past a range Spark has
+        not committed, so a source that acknowledges its start acknowledges nothing new). A source that cannot
+        answer now leaves the report empty: the next ``latestOffset`` raises its error where Spark expects it.
+        """
+        if self._newest is not None:
+            return self._newest
+        if self._asked_from is None:
+            return None
+        try:
+            self._newest = self.stream.latest_offset(self._asked_from, ReadBudget())
+        except LogSourceError as exc:
+            log.info("the newest offset for the progress report is not known: %s", exc)
+            return None
+        return self._newest
 
     def _latest_before_target(self, start: Offset, budget: ReadBudget) -> Offset:
         if self._target is None:
