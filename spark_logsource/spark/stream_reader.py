@@ -23,6 +23,7 @@ slice of the stream) carries what ``read`` needs.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -34,6 +35,9 @@ from spark_logsource.spark.base import short_error_batches, short_errors, tallie
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 
 log = logging.getLogger(__name__)
+
+#: Seconds a capped trigger's report of the newest offset is reused (see ``reportLatestOffset``).
+REPORT_INTERVAL = 30.0
 
 __all__ = ["LogStreamReader", "RefusedStreamReader", "StreamSlicePartition", "budget_from_limit",
            "make_stream_reader"]
@@ -110,6 +114,7 @@ class LogStreamReader(DataSourceStreamReader):
         # The trigger's start, and the newest boundary when the trigger's own answer was not capped (None: ask).
         self._asked_from: Offset | None = None
         self._newest: Offset | None = None
+        self._report: tuple[float, Offset] | None = None  # (when, the newest offset then): the capped case's answer
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the stream (options) only; driver memory must not leak into tasks.
@@ -162,14 +167,22 @@ class LogStreamReader(DataSourceStreamReader):
         """
         if self._newest is not None:
             return self._newest
-        if self._asked_from is None:
+        if self._asked_from is None or self._last is None:
             return None
+        # An unbudgeted answer walks the whole backlog (a typed stream replays its DDL over it): asked again at most
+        # every REPORT_INTERVAL seconds while it is still ahead of the trigger's end, so a query far behind does not
+        # pay that walk on every trigger for a figure that only shows how far behind it is.
+        cached = self._report
+        if (cached is not None and time.monotonic() - cached[0] < REPORT_INTERVAL
+                and self.stream.compare_offsets(cached[1], self._last) >= 0):
+            return cached[1]
         try:
-            self._newest = self.stream.latest_offset(self._asked_from, ReadBudget())
+            newest = self.stream.latest_offset(self._asked_from, ReadBudget())
         except LogSourceError as exc:
             log.info("the newest offset for the progress report is not known: %s", exc)
             return None
-        return self._newest
+        self._report = (time.monotonic(), newest)
+        return newest
 
     def _latest_before_target(self, start: Offset, budget: ReadBudget) -> Offset:
         if self._target is None:
