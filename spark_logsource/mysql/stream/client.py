@@ -335,7 +335,7 @@ class ReplicationClient:
             flags |= BINLOG_SEND_ANNOTATE_ROWS
         return flags
 
-    def _prepare_dump(self, server_id: int, gtid_start: str | None = None) -> None:
+    def _prepare_dump(self, server_id: int, gtid_start: str | None = None, where: str | None = None) -> None:
         s = self.settings
         statements = [
             "SET @master_binlog_checksum = @@global.binlog_checksum",
@@ -352,7 +352,7 @@ class ReplicationClient:
             except Exception as exc:
                 if "source_binlog_checksum" in sql:
                     continue  # only MySQL 8.0.26+ knows the new name; MariaDB takes the old one
-                raise self.error(exc, None, "preparing the dump") from None
+                raise self.error(exc, where, "preparing the dump") from None
         host = b"spark-logsource"[:60]
         user = s.user.encode()[:60]
         register = (struct.pack("<I", server_id) + bytes([len(host)]) + host + bytes([len(user)]) + user + b"\0"
@@ -361,7 +361,7 @@ class ReplicationClient:
             self._command(COM_REGISTER_SLAVE, register)
             self._conn._read_packet()
         except Exception as exc:
-            raise self.error(exc, None, "COM_REGISTER_SLAVE") from None
+            raise self.error(exc, where, "COM_REGISTER_SLAVE") from None
 
     def dump(self, file: str, pos: int, server_id: int, *, gtid_start: str | None = None) -> Iterator[DumpEvent]:
         """The events of the binlogs from ``file:pos`` to the server's current end (non-blocking dump).
@@ -370,7 +370,7 @@ class ReplicationClient:
         chooses the file (MariaDB ``@slave_connect_state``) and the events before the GTID are not sent.
         """
         where = f"{file}:{pos}" if gtid_start is None else f"GTID {gtid_start}"
-        self._prepare_dump(server_id, gtid_start)
+        self._prepare_dump(server_id, gtid_start, where)
         name = file.encode() if gtid_start is None else b""
         payload = struct.pack("<IHI", pos if gtid_start is None else 4, self._dump_flags(), server_id) + name
         try:

@@ -54,6 +54,7 @@ from spark_logsource.tarantool.stream.packets import (
     decode_packet,
     error_of,
     packet_type,
+    stall_error,
 )
 
 if TYPE_CHECKING:
@@ -431,9 +432,8 @@ class _RangeReader:
                 yield from self._take(bytes(payload), bounds)
                 conn.position = self.position()
             elif now - last_row > self.fmt.read_timeout:
-                raise SourceError(self.source, self.position(),
-                                  f"only heartbeats for {self.fmt.read_timeout:g} s while rows up to vclock "
-                                  f"{vclock_text(self.end)} were expected (did the server lose data?)")
+                raise stall_error(self.source, self.position(), self.received, self.pending, self.end,
+                                  self.fmt.read_timeout, self.stream.server_state()[1].gc_vclock)
 
     def _rows_of(self, packets: list[bytes]) -> tuple[bytearray, list[int]]:
         """The data rows of ``packets`` as one payload (SYNC removed from each header), and where each ends."""

@@ -9,6 +9,7 @@ twin in ``_frames.c``); replies, errors and heartbeats are decoded by :func:`dec
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from spark_logsource.errors import AuthenticationError, SourceError, Unavailable
 from spark_logsource.native import load_kernel
 from spark_logsource.tarantool.decode.mpext import ext_hook
 from spark_logsource.tarantool.iproto import ERROR_FLAG, K_ERROR, K_ERROR_24, K_TYPE
+from spark_logsource.tarantool.position import vclock_text
 
 __all__ = ["MAX_PACKET_BYTES", "ConnectionLost", "Packet", "PacketBuffer", "ServerError", "ServerStarting",
            "XlogGapError", "decode_packet", "error_of", "int_vclock", "packet_type"]
@@ -57,6 +59,21 @@ class ServerError(SourceError):
 
 class XlogGapError(ServerError):
     """The server no longer has the xlogs a SUBSCRIBE needs (its ``XlogGapError``)."""
+
+
+def stall_error(source: str, position: str, received: dict[int, int], pending: Iterable[int],
+                end: dict[int, int], timeout: float, gc_vclock: dict[int, int]) -> SourceError:
+    """The error for a subscription that sends only heartbeats while rows up to ``end`` are due.
+
+    Tarantool 2.6 answers a SUBSCRIBE from a vclock older than its oldest checkpoint (``gc_vclock``: the xlogs
+    before it were collected) without an error and sends nothing of the rows it lost: that is an
+    :class:`XlogGapError` of the rows from ``received`` to ``gc_vclock``, which ``failOnDataLoss`` decides on."""
+    if any(received.get(r, 0) < gc_vclock.get(r, 0) for r in pending):
+        return XlogGapError(source, position, ER_XLOG_GAP, f"Missing .xlog file between LSN {sum(received.values())} "
+                                                 f"{vclock_text(received)} and {sum(gc_vclock.values())} "
+                                                 f"{vclock_text(gc_vclock)} (collected by a checkpoint)")
+    return SourceError(source, position, f"only heartbeats for {timeout:g} s while rows up to vclock "
+                                         f"{vclock_text(end)} were expected (did the server lose data?)")
 
 
 @dataclass(slots=True)

@@ -298,7 +298,8 @@ class TarantoolDirStream(LogStream):
         """``cur``, or where reading goes on when its file was collected (data loss unless it was read whole)."""
         if not files:
             if cur.file is not None and not self._awaits_next(cur) and not self._checkpointed_at(cur):
-                self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
+                self._data_loss(cur, self._newest_snapshot_vclock(), f"{cur.file} is gone and no later xlog "
+                                                                     "exists: those rows are in a snapshot only")
             return None
         if cur.file is None:
             first_meta = self._meta(files[0])
@@ -309,7 +310,8 @@ class TarantoolDirStream(LogStream):
         later = [e for e in files if file_signature(_name(e.uri)) > cur.signature]
         if not later:
             if not self._checkpointed_at(cur):
-                self._data_loss(cur, None, f"{cur.file} is gone and no later xlog exists")
+                self._data_loss(cur, self._newest_snapshot_vclock(), f"{cur.file} is gone and no later xlog "
+                                                                     "exists: those rows are in a snapshot only")
             return None
         nxt, nxt_meta = later[0], self._meta(later[0])
         if nxt_meta is None:
@@ -354,6 +356,18 @@ class TarantoolDirStream(LogStream):
             cur = self._walk(entry, cur, Taken(ReadBudget()), closed=_ends_with_eof(entry))
         self._written = (entry.uri, cur)
         return cur
+
+    def _newest_snapshot_vclock(self) -> dict[int, int] | None:
+        """The vclock of the newest readable ``.snap`` (None: there is none): the end of rows whose xlogs are gone."""
+        snaps = sorted((e for e in self.fmt.list_files() if display_name(e.uri).endswith(".snap")),
+                       key=lambda e: posixpath.basename(display_name(e.uri)))
+        for entry in reversed(snaps):
+            try:
+                with open_input(entry.uri) as source:
+                    return dict(read_meta(source, display_name(entry.uri)).vclock)
+            except (FileNotFoundError, CorruptDataError):
+                continue
+        return None
 
     def _checkpointed_at(self, cur: DirPosition) -> bool:
         """True when the instance wrote a snapshot exactly at ``cur``'s vclock.

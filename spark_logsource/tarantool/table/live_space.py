@@ -58,9 +58,17 @@ def server_space(conn: IprotoConnection, space: str) -> SpaceState:
     found = conn.select(SPACE_SPACE, [int(text)]) if text.isdigit() else conn.select(
         SPACE_SPACE, [text], index=_INDEX_BY_NAME)
     if not found or not isinstance(found[0], list):
-        raise OptionError("space", f"the server {conn.source} has no space {space!r}")
+        raise OptionError("space", f"the server {conn.source} has no space {space!r}; spaces found: "
+                                   f"{_space_names(conn)}")
     indexes = conn.select(INDEX_SPACE, [found[0][0]])
     return SpaceState(found[0], tuple(t for t in indexes if isinstance(t, list)))
+
+
+def _space_names(conn: IprotoConnection, limit: int = 50) -> str:
+    """The names in the server's ``_space``, the user's spaces first (the system ones start with ``_``)."""
+    names = sorted(str(t[2]) for t in conn.select(SPACE_SPACE, []) if isinstance(t, list) and len(t) > 2)
+    names.sort(key=lambda n: n.startswith("_"))
+    return ", ".join(names[:limit]) + (", …" if len(names) > limit else "") if names else "none"
 
 
 def server_history(conn: IprotoConnection, space: str) -> tuple[SpaceHistory, SpaceState]:

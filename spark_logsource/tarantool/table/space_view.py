@@ -125,8 +125,11 @@ def resolve_space(fmt: TarantoolXlogFormat, space: str) -> tuple[Catalog, SpaceH
     catalog = build_catalog(fmt.list_files(), fmt.common)
     sid = catalog.resolve(space)
     if sid is None or sid not in catalog.histories or not catalog.histories[sid].defined():
-        known = ", ".join(catalog.names()[:50]) or "none"
-        raise OptionError("space", f"no space {space!r} is defined in the snapshots and xlogs read; "
+        # the user's spaces first: the system ones (named with a leading underscore) are rarely the one meant
+        names = sorted(catalog.names(), key=lambda n: n.startswith("_"))
+        known = ", ".join(names[:50]) or "none"
+        where = ", ".join(display_name(p) for p in fmt.paths) or "the paths given"
+        raise OptionError("space", f"no space {space!r} is defined in the snapshots and xlogs read in {where}; "
                                    f"spaces found: {known}")
     return catalog, catalog.histories[sid]
 
