@@ -208,11 +208,32 @@ class _CatalogBuilder:
         return source[0] if isinstance(source, list) and source and isinstance(source[0], int) else None
 
 
+def _replay_file(builder: _CatalogBuilder, uri: str, snapshot: bool, common: CommonOptions) -> None:
+    """The ``_space`` and ``_index`` rows of one file, applied to ``builder`` (history recorded for xlogs)."""
+    for row in iter_rows(uri, (SPACE_SPACE, INDEX_SPACE), common):
+        if row.error is not None:
+            if common.mode is ParseMode.FAILFAST:
+                raise row.error
+            log.warning("catalog: skipping a bad region (a space definition may be missing): %s", row.error)
+            continue
+        try:
+            sid = builder.apply(row)
+        except ReplayError as exc:
+            err = CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: cannot apply to the catalog: {exc}")
+            if common.mode is ParseMode.FAILFAST:
+                raise err from None
+            log.warning("%s", err)
+            continue
+        if not snapshot and sid is not None:
+            builder.record(sid, row.position, row.lsn or 0)
+
+
 def build_catalog(files: Sequence[FileEntry], common: CommonOptions) -> Catalog:
     """Replay ``_space`` and ``_index`` through ``files`` (the snapshots and xlogs of one instance)."""
     builder = _CatalogBuilder()
     ordered = sorted((f for f in files if file_key(f.uri)[1] in (0, 1) and base_name(f.uri).endswith(
         (".snap", ".xlog"))), key=lambda f: (file_key(f.uri), f.uri))
+    newest_snapshot = max((file_key(f.uri)[0] for f in ordered if file_key(f.uri)[1] == 0), default=None)
     for entry in ordered:
         sig, kind = file_key(entry.uri)
         snapshot = kind == 0
@@ -225,22 +246,15 @@ def build_catalog(files: Sequence[FileEntry], common: CommonOptions) -> Catalog:
             except (CorruptDataError, OSError):
                 vclock = {}
             snap_lsn = max((v for r, v in vclock.items() if r != 0), default=0)
-        for row in iter_rows(entry.uri, (SPACE_SPACE, INDEX_SPACE), common):
-            if row.error is not None:
-                if common.mode is ParseMode.FAILFAST:
-                    raise row.error
-                log.warning("catalog: skipping a bad region (a space definition may be missing): %s", row.error)
-                continue
-            try:
-                sid = builder.apply(row)
-            except ReplayError as exc:
-                err = CorruptDataError(row.path, row.offset, f"lsn {row.lsn}: cannot apply to the catalog: {exc}")
-                if common.mode is ParseMode.FAILFAST:
-                    raise err from None
-                log.warning("%s", err)
-                continue
-            if not snapshot and sid is not None:
-                builder.record(sid, row.position, row.lsn or 0)
+        try:
+            _replay_file(builder, entry.uri, snapshot, common)
+        except FileNotFoundError:
+            if snapshot or newest_snapshot is None or sig >= newest_snapshot:
+                raise
+            # Collected by the server since it was listed (a file, once open, stays readable): a later snapshot
+            # holds what it defined, and its rows are gone with it, so no row left to name needs its definitions.
+            log.debug("catalog: %s was collected since it was listed; the snapshot %s covers it", entry.uri,
+                      newest_snapshot)
         if snapshot:
             now = {k[0] for k in builder.spaces.rows}
             for sid in sorted(before | now):
