@@ -7,7 +7,7 @@
  * the values of the present non-NULL columns (_kernel_values.c). Each image becomes either compact JSON text (the
  * text spark_logsource.arrow.jsontext.to_json gives the row dict of rows.py) or a Spark Variant object (the bytes
  * spark_logsource.arrow.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is
- * computed once per plan by encode_variant itself in rows_encode.py). A side's images leave as Arrow column parts
+ * computed once per plan by encode_variant itself in encode/images.py). A side's images leave as Arrow column parts
  * (see side in _kernel.h).
  */
 #include "_kernel.h"

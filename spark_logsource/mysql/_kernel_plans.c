@@ -1,6 +1,6 @@
 /*
  * spark_logsource.mysql._kernel, plans: compile_plan(specs, order, metadata, json_keys) -> a capsule holding the
- * compiled description of one row-image shape (rows_encode._plan): per present column its value kind and
+ * compiled description of one row-image shape (encode/images.py _plan): per present column its value kind and
  * arguments, ENUM / SET names, charset table or codec, JSON member prefix and the name its truncation messages
  * give, with the sorted key order of the image's Variant object. Every item is checked here, once per shape, so
  * the decoders can trust it.

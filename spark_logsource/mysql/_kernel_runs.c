@@ -1,6 +1,6 @@
 /*
  * spark_logsource.mysql._kernel, runs of rows events: rows_head (the head of one rows event), encode_rows_run (the
- * events of a run of one table and shape, walked, checked and decoded in one call; rows_run.py), and the CRC-32
+ * events of a run of one table and shape, walked, checked and decoded in one call; encode/runs.py), and the CRC-32
  * their checks use (crc32, crc32_folds, set_crc32_folding; ../_native/_crc32.h, whose table and switch live in
  * this file only).
  */
@@ -80,10 +80,10 @@ PyObject *mk_rows_head(PyObject *self, PyObject *args)
                          (Py_ssize_t)h.ncols, (unsigned long long)h.present, (unsigned long long)h.present_after);
 }
 
-/* ---- a run of rows events (rows_run.py) ------------------------------------------------------------------- */
+/* ---- a run of rows events (encode/runs.py) ------------------------------------------------------------------- */
 
 /* A run's images go into one pair of sides, so their int32 end offsets count from the run's first image, as
- * rows_encode.ImageColumn wants; an event that fails is cut off again with side_seek. */
+ * encode/images.py ImageColumn wants; an event that fails is cut off again with side_seek. */
 
 #define EVENT_HEADER_LEN 19
 #define MAX_EVENT_SIZE (((size_t)1 << 30) + 4096)
@@ -138,7 +138,7 @@ static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
  * that is not so: that event is left to the Python path, which reads it and raises its error if it has one.
  * `events` packs five little-endian int64 per event: file offset, next offset, timestamp, server id, rows. */
 /* What a run decodes its events' rows into: the Variant / JSON sides of encode_rows, or (conv set) the typed
- * columns of typed_rows; with the lengths of every buffer before the current event, to cut a failed event off. */
+ * columns of table/rows.py; with the lengths of every buffer before the current event, to cut a failed event off. */
 typedef struct {
     const mk_plan *plan, *plan_after;
     const tk_plan *conv, *conv_after;
@@ -267,7 +267,7 @@ static int run_check(const run_args *a, const Py_buffer *view)
  *                 v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, as_json,
  *                 path, label, max_rows, max_bytes) -> (events, nrows, first, second)
  * The sides are Variant / JSON images as encode_rows gives them, or, when typed / typed_after are conversions (not
- * None), typed columns as typed_rows gives them. */
+ * None), typed columns as table/rows.py gives them. */
 PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
 {
     Py_buffer view;

@@ -27,7 +27,7 @@ static void typed_capsule_destructor(PyObject *capsule)
 }
 
 /* compile_typed(convs) -> capsule; convs: one (source, target, unsigned, bits, precision, scale, width,
- * src_precision, src_scale) per present column (typed_kernel.py conversion). */
+ * src_precision, src_scale) per present column (table/kernel.py conversion). */
 PyObject *mk_compile_typed(PyObject *self, PyObject *args)
 {
     PyObject *convs;

@@ -2,13 +2,13 @@
  * Typed columns of view=table, in C: one decoded value -> one cell of an Arrow column of the table's own type.
  *
  * The value arrives as the Spark Variant primitive the row kernel (_kernel_values.c mk_emit_value) writes for it,
- * which is exactly encode_variant() of the Python value mysql/decode/values.py decodes (the twin rule of rows_encode.py). So
- * the checks here are table_schema._base_converter's checks, made on the Variant type instead of the Python type:
+ * which is exactly encode_variant() of the Python value mysql/decode/values.py decodes (the twin rule of encode/images.py). So
+ * the checks here are table/layout.py _base_converter's checks, made on the Variant type instead of the Python type:
  * int <-> Variant int8..int64 (and decimal16 with scale 0 above int64), float <-> double, Decimal <-> decimal4/8/16,
  * date <-> date, naive datetime <-> timestamp_ntz, aware datetime <-> timestamp, str <-> string, bytes <-> binary.
  *
  * A cell is written, or the conversion answers TK_DECLINE: the whole rows event then takes the Python path
- * (typed_rows.py), which gives the error row, the ValueMismatch message, or whatever the reference does. So this
+ * (table/rows.py), which gives the error row, the ValueMismatch message, or whatever the reference does. So this
  * code only has to be right where it writes; anything unusual (a zero date, a value out of the declared range, a
  * DECIMAL wider than its column, JSON, a variant column) is declined, never guessed.
  *
@@ -16,7 +16,7 @@
  * little-endian data of fixed-width types (int8/16/32/64, float32/64, decimal128, date32 days, timestamp
  * microseconds; zeros under a null), or for string / binary the bytes back to back with the int32 end offset of
  * each row. A column of the view typed variant (JSON, or a column whose type changed too much) is passed through
- * raw (S_RAW / T_RAW): each value's Variant primitive, which typed_kernel.py turns back into the Python value and
+ * raw (S_RAW / T_RAW): each value's Variant primitive, which table/kernel.py turns back into the Python value and
  * converts as the reference does; but a JSON column whose values arrive as text (MariaDB's JSON is a LONGTEXT) is
  * parsed here (S_JSON / T_VARIANT, ../_native/_json_variant.h): a validity byte per row, then the value bytes and
  * the metadata bytes of each row's Variant, each with its int32 end offsets.
@@ -33,10 +33,10 @@
 #include "../_native/_json_variant.h"
 #include "../_native/_text.h"
 
-/* What the column was declared as (the converter's checks): the S_* constants of typed_kernel.py. */
+/* What the column was declared as (the converter's checks): the S_* constants of table/kernel.py. */
 enum tk_source { S_NONE, S_INT, S_YEAR, S_FLOAT, S_DECIMAL, S_DATE, S_DATETIME, S_TIMESTAMP, S_TEXT, S_BIT, S_BYTES,
                  S_RAW, S_JSON };
-/* The Arrow type of the view's column: the T_* constants of typed_kernel.py. */
+/* The Arrow type of the view's column: the T_* constants of table/kernel.py. */
 enum tk_target { T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_DECIMAL, T_DATE32, T_TIMESTAMP, T_STRING,
                  T_BINARY, T_RAW, T_VARIANT, T_NTARGETS };
 
@@ -289,7 +289,7 @@ static inline int tk_declared_int(const tk_conv *conv, const tk_value *x, __int1
     return TK_DECLINE;
 }
 
-/* A JSON column's value given as text (table_schema conv_json, then to_variant): its Variant, parsed here. */
+/* A JSON column's value given as text (table/layout.py conv_json, then to_variant): its Variant, parsed here. */
 static inline int tk_json(tk_col *c, const tk_value *x)
 {
     int ascii;
@@ -367,7 +367,7 @@ static inline int tk_put(tk_col *c, const tk_conv *conv, const uint8_t *v, size_
     case S_BYTES:
         return (x.type == V_BINARY || x.type == V_STRING) && t == T_BINARY ? tk_bytes(c, x.s, x.n) : TK_DECLINE;
     case S_BIT: {
-        /* BIT(M) as its big-endian bytes, ceil(M / 8) of them (table_schema conv_bit) */
+        /* BIT(M) as its big-endian bytes, ceil(M / 8) of them (table/layout.py conv_bit) */
         int is_int = x.type == V_INT || (x.type == V_DECIMAL && x.scale == 0 && x.i > INT64_MAX);
         if (t != T_BINARY || conv->width < 1 || conv->width > 16 || !is_int || x.i < 0)
             return TK_DECLINE;

@@ -10,7 +10,7 @@ view's ``query`` column with the statement of each row (repeated on every row it
 the binlogs in it: files starting with the binlog magic ``fe 62 69 6e`` or the gzip magic; index, relay-info and
 other files are left out. Files are read in name order (binlog numbers sort as text). ``view=table`` with
 ``table`` (one ``db.table``) and ``schemaFrom`` (binlog|metadata|ddl:<path>|mysql://user@host:port with
-``password``): one table's changes with its own typed columns (``docs/formats/mysql-typed.md``, :mod:`.typed_rows`).
+``password``): one table's changes with its own typed columns (``docs/formats/mysql-typed.md``, :mod:`.table.rows`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from spark_logsource.errors import OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.io.fs import FileEntry, display_name, list_files, locate, open_input
+from spark_logsource.io.fs import FileEntry, base_name, display_name, list_files, locate, open_input
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.mysql.binlog.event_types import EVENT_TYPE_NAMES
 from spark_logsource.mysql.binlog.events import is_gzip
@@ -160,7 +160,7 @@ class MysqlBinlogFormat(LogFormat):
         return BinlogDirStream(self)
 
     def table_view(self) -> TableView:
-        """The ``view=table`` reader (:mod:`.typed_rows`), built once, on the driver."""
+        """The ``view=table`` reader (:mod:`.table.rows`), built once, on the driver."""
         if self._table_view is None:
             from spark_logsource.mysql.table.rows import TableView
 
@@ -232,7 +232,7 @@ class MysqlBinlogFormat(LogFormat):
 
 
 def _is_gzipped(uri: str) -> bool:
-    if uri.split("?", 1)[0].endswith(".gz"):
+    if base_name(uri).endswith(".gz"):
         return True
     try:
         with open_input(uri) as f:

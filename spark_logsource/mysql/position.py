@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_logsource.errors import OptionError
+from spark_logsource.streaming.stream import compare_keys
 
 __all__ = ["FILE_START", "BinlogPosition", "GtidState", "StartingPosition", "parse_starting_position"]
 
@@ -145,6 +146,11 @@ class BinlogPosition:
     def sort_key(self) -> tuple[str, int, int]:
         prefix, number = binlog_number(self.file)
         return prefix, number, self.pos
+
+    def compare(self, other: BinlogPosition) -> int:
+        """-1, 0 or 1 as this position is before, at or after ``other`` (:class:`~.streaming.stream.Position`):
+        by binlog file number, then byte position."""
+        return compare_keys(self.sort_key(), other.sort_key())
 
     def describe(self) -> str:
         """``mysql-bin.000012:1195`` (and the GTID state), for messages."""

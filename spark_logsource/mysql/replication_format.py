@@ -288,6 +288,9 @@ class ReplicationStream(LogStream):
         self.options = fmt.stream_options
         #: view=table: the table's layout carried in the offsets (:mod:`spark_logsource.mysql.table.follow`)
         self.follower = fmt.follower() if fmt.table_options is not None else None
+        #: the last ``SHOW BINLOG EVENTS`` walk: (from, to, its statements); a later walk from the same place to no
+        #: further is answered from it (``plan`` after ``latest_offset`` asks for the same range or a shorter one)
+        self._ddl_walk: tuple[tuple[str, int], tuple[str, int], list[DdlStatement]] | None = None
 
     def __repr__(self) -> str:
         return f"ReplicationStream({self.fmt.settings.source!r})"
@@ -373,8 +376,17 @@ class ReplicationStream(LogStream):
                                                 "asking for the newest position")
 
     def _statements(self, first: BinlogPosition, last: BinlogPosition) -> list[DdlStatement]:
+        def order(file: str, pos: int) -> tuple[int, int]:
+            return binlog_number(file)[1], pos
+
+        walk = self._ddl_walk
+        if walk is not None and walk[0] == (first.file, first.pos) and order(last.file, last.pos) <= order(*walk[1]):
+            # the binlogs do not change below a boundary already walked
+            return [s for s in walk[2] if order(s.file, s.pos) < order(last.file, last.pos)]
         with self.fmt.client() as client:
-            return live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs())
+            found = live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs())
+        self._ddl_walk = ((first.file, first.pos), (last.file, last.pos), found)
+        return found
 
     def _boundary(self, file: str, pos: int) -> Offset:
         with self.fmt.client() as client:

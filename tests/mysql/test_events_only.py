@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from spark_logsource.framing import BadRange
 from spark_logsource.io.window import Window
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog import events
-from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile, FramingError
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 
 QUERY_ONLY = frozenset({et.QUERY, et.MARIA_QUERY_COMPRESSED})
@@ -24,7 +25,7 @@ CRC_FILE = Path("mysql-binlog") / "osheroff" / "mysql-bin.checksum-crc32"
 
 def _walk(data: bytes, only: frozenset[int] | None = None) -> list[tuple]:
     with BinlogFile(data, "f") as bf:
-        return [("error", e.pos, e.next_pos) if isinstance(e, FramingError) else
+        return [("error", e.offset, e.next_offset) if isinstance(e, BadRange) else
                 (e.pos, e.next_pos, e.type_code, e.log_pos, bytes(e.body)) for e in bf.events(only=only)]
 
 

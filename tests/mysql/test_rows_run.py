@@ -24,7 +24,8 @@ import pytest
 from spark_logsource.api import make_format
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.filters import Predicate
-from spark_logsource.mysql.binlog.events import BinlogFile, FramingError
+from spark_logsource.framing import BadRange
+from spark_logsource.mysql.binlog.events import BinlogFile
 from spark_logsource.mysql.encode import runs as rows_run
 from spark_logsource.mysql.encode.images import KERNEL_AVAILABLE, encode_rows_event_c
 from spark_logsource.mysql.read import transactions
@@ -71,7 +72,7 @@ def run_binlog(request: pytest.FixtureRequest, mariadb: Any, tmp_path_factory: p
     assert len(files) == 1, files
     with BinlogFile(None, str(files[0])) as bf:
         writes = [(e.pos, e.next_pos) for e in bf.events()
-                  if not isinstance(e, FramingError) and e.type_code in (WRITE_ROWS_V1, 30)]
+                  if not isinstance(e, BadRange) and e.type_code in (WRITE_ROWS_V1, 30)]
     assert len(writes) > 20, "the server wrote the inserts as few rows events: no runs to test"
     return RunBinlog(files[0], counts, writes)
 
@@ -256,7 +257,7 @@ def test_the_directory_tails_ranges_read_runs_too(run_binlog: RunBinlog, kernel_
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     with BinlogFile(None, str(run_binlog.path)) as bf:
         starts = [e.pos for e in bf.events()
-                  if not isinstance(e, FramingError) and e.type_code in transactions.GROUP_TYPES]
+                  if not isinstance(e, BadRange) and e.type_code in transactions.GROUP_TYPES]
     assert len(starts) >= 3
     whole = _read_ranges(run_binlog.path, True, monkeypatch, [])
     assert max(len(run.events) for run in kernel_runs) > 5

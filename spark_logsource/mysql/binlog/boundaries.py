@@ -15,10 +15,12 @@ import logging
 from dataclasses import dataclass
 
 from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.framing import BadRange
 from spark_logsource.mysql.binlog import event_types as et
-from spark_logsource.mysql.binlog.events import BinlogFile, FramingError
+from spark_logsource.mysql.binlog.events import BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode.gtid import decode_gtid_list, decode_maria_gtid
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 from spark_logsource.mysql.decode.query_event import decode_query
 from spark_logsource.mysql.position import FILE_START, GtidState
 from spark_logsource.mysql.read.transactions import BEGIN_RE, GROUP_TYPES, QUERY_TYPES, is_end_query
@@ -51,8 +53,8 @@ def last_boundary(bf: BinlogFile, start: int, gtid: GtidState, *, max_bytes: int
     pending_gtid: str | None = None
     query_post_header = bf.fde.post_header_len(et.QUERY, 13)
     for item in bf.events(0 if start <= FILE_START else start):
-        if isinstance(item, FramingError):
-            if isinstance(item.error, TruncatedDataError) and item.next_pos >= bf.size:
+        if isinstance(item, BadRange):
+            if isinstance(item.error, TruncatedDataError) and (item.next_offset or bf.size) >= bf.size:
                 break  # an event still being written: not yet
             log.warning("%s: %s (the reader reports it per the parse mode)", bf.path, item.error)
             continue
@@ -63,8 +65,8 @@ def last_boundary(bf: BinlogFile, start: int, gtid: GtidState, *, max_bytes: int
             pending_gtid = None
             if code == et.MARIA_GTID:
                 try:
-                    pending_gtid = decode_maria_gtid(item.body, item.server_id, path=bf.path, offset=item.pos)["gtid"]
-                except CorruptDataError:
+                    pending_gtid = decode_maria_gtid(item.body, item.server_id)["gtid"]
+                except BinlogDecodeError:
                     pending_gtid = None
             continue
         if code in QUERY_TYPES:
@@ -82,8 +84,8 @@ def last_boundary(bf: BinlogFile, start: int, gtid: GtidState, *, max_bytes: int
         elif code in _ENDS_TRANSACTION:
             ends = True
         elif code == et.MARIA_GTID_LIST and not in_txn:
-            with contextlib.suppress(CorruptDataError):
-                state = GtidState.of(decode_gtid_list(item.body, path=bf.path, offset=item.pos)["gtids"])
+            with contextlib.suppress(BinlogDecodeError):
+                state = GtidState.of(decode_gtid_list(item.body)["gtids"])
             ends = True
         elif not in_txn:
             ends = code not in et.ROWS_TYPES and code not in (et.TABLE_MAP, et.MARIA_ANNOTATE_ROWS, et.ROWS_QUERY)

@@ -9,8 +9,9 @@ are inflated whole, with a cap on the inflated size.
 An event is accepted when its size fits (19 bytes + CRC <= size <= min(MAX_EVENT_SIZE, bytes left)) and
 either its CRC32 matches (files with ``binlog_checksum=CRC32``, when checksums are verified) or, without a CRC
 to check, its ``log_pos`` is 0 or ``pos + size`` (an unknown type must have the exact ``log_pos``). Otherwise
-the walk reports a :class:`FramingError` and resynchronises at the next offset where a *candidate* header
-validates (:meth:`BinlogFile.is_candidate`: known type or the IGNORABLE flag, plausible size, ``log_pos``, CRC).
+the walk reports a :class:`~spark_logsource.framing.BadRange` and resynchronises at the next offset where a
+*candidate* header validates (:meth:`BinlogFile.is_candidate`: known type or the IGNORABLE flag, plausible size,
+``log_pos``, CRC).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from spark_logsource.errors import ChecksumError, CorruptDataError, TruncatedDataError, UnsupportedDataError
+from spark_logsource.framing import BadRange
+from spark_logsource.io.fs import base_name
 from spark_logsource.io.window import READ_CHUNK, Window, source_size
 from spark_logsource.mysql.binlog import checksum
 from spark_logsource.mysql.binlog.checksum import CRC_LEN, event_crc_ok
@@ -45,7 +48,7 @@ from spark_logsource.mysql.binlog.fde import (
 )
 from spark_logsource.mysql.binlog.header import HEADER_LEN, unpack_header
 
-__all__ = ["MAX_EVENT_SIZE", "BinlogEvent", "BinlogFile", "FramingError", "Resume"]
+__all__ = ["MAX_EVENT_SIZE", "BadRange", "BinlogEvent", "BinlogFile", "Resume"]
 
 log = logging.getLogger(__name__)
 
@@ -87,17 +90,8 @@ class BinlogEvent:
     inner_index: int | None = None
 
 
-@dataclass(slots=True)
-class FramingError:
-    """Bytes ``[pos, next_pos)`` are not a valid event; reading resumes at ``next_pos``."""
-
-    pos: int
-    next_pos: int
-    error: CorruptDataError
-
-
 class Resume:
-    """Where a walk in progress goes on: a consumer that read some events itself (:mod:`.rows_run`) sets ``at`` to
+    """Where a walk in progress goes on: a consumer that read some events itself (:mod:`.encode.runs`) sets ``at`` to
     the offset after them, and the walk resumes there instead of at the next event."""
 
     __slots__ = ("at",)
@@ -152,7 +146,7 @@ def is_gzip(source: Any, path: str) -> bool:
     source.seek(0)
     head = bytes(source.read(2))
     source.seek(0)
-    return head == _GZIP_MAGIC or path.split("?", 1)[0].endswith(".gz")
+    return head == _GZIP_MAGIC or base_name(path).endswith(".gz")
 
 
 class BinlogFile:
@@ -351,14 +345,14 @@ class BinlogFile:
 
     def events(self, start: int | None = None, stop: int | None = None,
                resume: Resume | None = None, only: frozenset[int] | None = None,
-               ) -> Iterator[BinlogEvent | FramingError]:
+               ) -> Iterator[BinlogEvent | BadRange]:
         """Walk the events from ``start`` (default: the first after the FDE) to ``stop`` / the end.
 
         The FDE itself is yielded first when ``start`` is at or before offset 4. Events are yielded while their
         ``pos`` < ``stop``; the caller may stop consuming at any time. After an event, the walk goes on at
         ``resume.at`` when the caller set it (it read the events up to there itself).
 
-        ``only``: yield the events of these types alone (and the :class:`FramingError` of every bad region). A
+        ``only``: yield the events of these types alone (and the :class:`BadRange` of every bad region). A
         rows event that is not asked for, the bulk of a binlog's bytes, is stepped over by its header, without
         its CRC or a copy of its body, when the header frames it on its own and sits where a rows event belongs:
         a plausible size, a ``log_pos`` that is its end (what servers write in their binlog files), and right
@@ -437,5 +431,5 @@ class BinlogFile:
                     continue
             assert error is not None
             good = self.resync(pos + 1)
-            yield FramingError(pos, good, error)
+            yield BadRange(pos, error, good)
             pos = good

@@ -16,7 +16,7 @@ from typing import Any
 from spark_logsource.errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
 from spark_logsource.mysql.binlog.compression import zstd_uncompress
 from spark_logsource.mysql.binlog.header import HEADER_LEN, unpack_header
-from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 
 __all__ = ["TransactionPayload", "decode_payload_header", "iter_payload_events", "uncompress_payload"]
 
@@ -43,14 +43,20 @@ def decode_payload_header(body: bytes, *, path: str | None, offset: int) -> Tran
     while True:
         if pos >= len(body):
             raise TruncatedDataError(path, offset + pos, "TRANSACTION_PAYLOAD header has no end mark")
-        field_type, pos = read_packed_int(body, pos, path=path, offset=offset)
-        if field_type == _FIELD_END:
-            break
-        length, pos = read_packed_int(body, pos, path=path, offset=offset)
+        try:
+            field_type, pos = read_packed_int(body, pos)
+            if field_type == _FIELD_END:
+                break
+            length, pos = read_packed_int(body, pos)
+        except BinlogDecodeError as exc:
+            raise exc.at(path, offset) from None
         if pos + length > len(body):
             raise TruncatedDataError(path, offset + pos, f"TRANSACTION_PAYLOAD header field {field_type} needs "
                                                          f"{length} bytes")
-        value, _ = read_packed_int(body[pos:pos + length], 0, path=path, offset=offset + pos)
+        try:
+            value, _ = read_packed_int(body[pos:pos + length], 0)
+        except BinlogDecodeError as exc:
+            raise exc.at(path, offset + pos) from None
         fields[field_type] = value
         pos += length
     payload_size = fields.get(_FIELD_PAYLOAD_SIZE, len(body) - pos)

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError, EncryptedBinlogError
+from spark_logsource.framing import BadRange
 from spark_logsource.mysql.binlog.event_types import ROWS_TYPES
-from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile, FramingError, Resume
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile, Resume
 from spark_logsource.mysql.encode.runs import RowsRun
 from spark_logsource.mysql.read.transactions import GROUP_TYPES, QUERY_TYPES, TransactionMachine, ignorable, is_begin
 
@@ -46,7 +47,7 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
     prev_pos = -1
     end_bound: int | None = None
     for item in walk:
-        pos = item.pos
+        pos = item.offset if isinstance(item, BadRange) else item.pos
         if stop_pos is not None and pos >= stop_pos:
             break
         past_end = end is not None and pos >= end
@@ -54,9 +55,9 @@ def walk_split(bf: BinlogFile, start: int, end: int | None, machine: Transaction
             end_bound = bf.resync(end)
         if skipping and past_end:
             return  # no sync point in this split: the previous split reads on to the next one
-        if isinstance(item, FramingError):
+        if isinstance(item, BadRange):
             if not skipping:
-                view.bad(pos, item.next_pos, item.error)
+                view.bad(pos, item.next_offset, item.error)
             prev_type, prev_pos = -1, pos
             if view.full():
                 yield from view.emit(final=False)
@@ -126,10 +127,10 @@ def walk_range(bf: BinlogFile, start: int, stop: int | None, machine: Transactio
     run_stop = bf.size if stop is None else stop
     resume = Resume()
     for item in bf.events(0 if start <= 4 else start, resume=resume):
-        if stop is not None and item.pos >= stop:
+        if stop is not None and (item.offset if isinstance(item, BadRange) else item.pos) >= stop:
             break
-        if isinstance(item, FramingError):
-            view.bad(item.pos, item.next_pos, item.error)
+        if isinstance(item, BadRange):
+            view.bad(item.offset, item.next_offset, item.error)
             machine.prev_type = -1
         else:
             try:

@@ -32,7 +32,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from spark_logsource.errors import CorruptDataError, EncryptedBinlogError, TruncatedDataError
+from spark_logsource.errors import EncryptedBinlogError, TruncatedDataError
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.fde import FormatDescription
 from spark_logsource.mysql.binlog.header import HEADER_LEN
@@ -43,28 +43,30 @@ from spark_logsource.mysql.decode.gtid import (
     decode_mysql_gtid,
     decode_previous_gtids,
 )
-from spark_logsource.mysql.decode.packed import read_packed_int
-from spark_logsource.mysql.decode.query_event import decode_query, query_text
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
+from spark_logsource.mysql.decode.query_event import parse_query, query_text
 
 __all__ = ["decode_event_body"]
 
 #: A sane cap on counted items inside one event (checked together with the bytes available).
 _USER_VAR_TYPES = {0: "STRING", 1: "REAL", 2: "INT", 3: "ROW", 4: "DECIMAL"}
 _BINARY_CHARSET = 63
+#: Where the errors about an event as a whole point: its start, the common header before the body.
+_EVENT = -HEADER_LEN
 
 
 class _Body:
-    """Bounded cursor over an event body; errors carry the file path and offset."""
+    """Bounded cursor over an event body; errors are at positions in the body."""
 
-    __slots__ = ("buf", "offset", "path", "pos", "what")
+    __slots__ = ("buf", "pos", "what")
 
-    def __init__(self, buf: bytes, path: str | None, offset: int, what: str) -> None:
-        self.buf, self.path, self.offset, self.pos, self.what = buf, path, offset, 0, what
+    def __init__(self, buf: bytes, what: str) -> None:
+        self.buf, self.pos, self.what = buf, 0, what
 
     def take(self, size: int, field: str) -> bytes:
         if size < 0 or self.pos + size > len(self.buf):
-            raise TruncatedDataError(self.path, self.offset + HEADER_LEN + self.pos,
-                                     f"{self.what} {field} needs {size} bytes, {len(self.buf) - self.pos} left")
+            raise BinlogDecodeError(self.pos, f"{self.what} {field} needs {size} bytes, {len(self.buf) - self.pos} "
+                                              "left", TruncatedDataError)
         out = self.buf[self.pos:self.pos + size]
         self.pos += size
         return out
@@ -125,19 +127,19 @@ def _user_var(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     out.update({"type": _USER_VAR_TYPES.get(kind, kind), "charset": charset, "unsigned": unsigned})
     if kind == 1:
         if len(raw) != 8:
-            raise CorruptDataError(b.path, b.offset, f"USER_VAR REAL value of {len(raw)} bytes")
+            raise BinlogDecodeError(_EVENT, f"USER_VAR REAL value of {len(raw)} bytes")
         out["value"] = struct.unpack("<d", raw)[0]
     elif kind == 2:
         if len(raw) > 8:
-            raise CorruptDataError(b.path, b.offset, f"USER_VAR INT value of {len(raw)} bytes")
+            raise BinlogDecodeError(_EVENT, f"USER_VAR INT value of {len(raw)} bytes")
         out["value"] = int.from_bytes(raw, "little", signed=not unsigned)
     elif kind == 4:
         if len(raw) < 2:
-            raise TruncatedDataError(b.path, b.offset, "USER_VAR DECIMAL without precision and scale")
+            raise BinlogDecodeError(_EVENT, "USER_VAR DECIMAL without precision and scale", TruncatedDataError)
         try:
             out["value"] = decode_decimal_bytes(bytes(raw[2:]), raw[0], raw[1])
         except Exception as exc:  # D's decoder raises its own value errors
-            raise CorruptDataError(b.path, b.offset, f"USER_VAR DECIMAL value: {exc}") from None
+            raise BinlogDecodeError(_EVENT, f"USER_VAR DECIMAL value: {exc}") from None
     elif kind == 0:
         out["value"] = bytes(raw) if charset == _BINARY_CHARSET else _text(raw)
     else:
@@ -158,13 +160,16 @@ def _heartbeat(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
 def _heartbeat_v2(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     while b.left():
-        kind, b.pos = read_packed_int(b.buf, b.pos, path=b.path, offset=b.offset + HEADER_LEN)
-        length, b.pos = read_packed_int(b.buf, b.pos, path=b.path, offset=b.offset + HEADER_LEN)
+        kind, b.pos = read_packed_int(b.buf, b.pos)
+        length, b.pos = read_packed_int(b.buf, b.pos)
         value = b.take(length, f"field {kind}")
         if kind == 1:
             out["log_filename"] = _text(value)
         elif kind == 2:
-            out["log_position"] = read_packed_int(value, 0, path=b.path, offset=b.offset)[0]
+            try:
+                out["log_position"] = read_packed_int(value, 0)[0]
+            except BinlogDecodeError as exc:  # reported at the event's start, as it always was
+                raise BinlogDecodeError(_EVENT + (exc.pos or 0), exc.reason, exc.kind) from None
         else:
             out.setdefault("unknown_fields", {})[str(kind)] = bytes(value)
     return out
@@ -193,8 +198,8 @@ def _transaction_context(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     server_uuid = _text(b.take(uuid_len, "server_uuid"))
     snapshot = bytes(b.take(snapshot_len, "snapshot version"))
     if (write_count + read_count) * 2 > b.left():
-        raise CorruptDataError(b.path, b.offset, f"TRANSACTION_CONTEXT claims {write_count}+{read_count} items "
-                                                 f"in {b.left()} bytes")
+        raise BinlogDecodeError(_EVENT, f"TRANSACTION_CONTEXT claims {write_count}+{read_count} items "
+                                        f"in {b.left()} bytes")
     write_set = [_text(b.take(b.uint(2, "item length"), "write set item")) for _ in range(write_count)]
     read_set = [_text(b.take(b.uint(2, "item length"), "read set item")) for _ in range(read_count)]
     return {"server_uuid": server_uuid, "thread_id": thread_id, "gtid_specified": bool(gtid_specified),
@@ -206,7 +211,7 @@ def _view_change(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     seq_number = b.uint(8, "seq_number")
     count = b.uint(4, "certification info count")
     if count * 8 > b.left():
-        raise CorruptDataError(b.path, b.offset, f"VIEW_CHANGE claims {count} certification entries")
+        raise BinlogDecodeError(_EVENT, f"VIEW_CHANGE claims {count} certification entries")
     info = {}
     for _ in range(count):
         key = _text(b.take(b.uint(4, "key length"), "key"))
@@ -220,21 +225,21 @@ def _xa_prepare(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
     gtrid_len = b.sint(4, "gtrid length")
     bqual_len = b.sint(4, "bqual length")
     if not (0 <= gtrid_len <= 64 and 0 <= bqual_len <= 64):
-        raise CorruptDataError(b.path, b.offset, f"XA_PREPARE gtrid/bqual lengths {gtrid_len}/{bqual_len} (max 64)")
+        raise BinlogDecodeError(_EVENT, f"XA_PREPARE gtrid/bqual lengths {gtrid_len}/{bqual_len} (max 64)")
     gtrid = bytes(b.take(gtrid_len, "gtrid"))
     bqual = bytes(b.take(bqual_len, "bqual"))
     return {"one_phase": bool(one_phase), "format_id": format_id, "gtrid": gtrid, "bqual": bqual}
 
 
 def _start_encryption(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
-    raise EncryptedBinlogError(b.path, b.offset, "encrypted binlog (MariaDB START_ENCRYPTION_EVENT): the "
-                                                 "events after it cannot be read without the server's key")
+    raise BinlogDecodeError(_EVENT, "encrypted binlog (MariaDB START_ENCRYPTION_EVENT): the events after it cannot "
+                                    "be read without the server's key", EncryptedBinlogError)
 
 
 def _query(b: _Body, ctx: dict[str, Any], compressed: bool = False) -> dict[str, Any]:
     fde: FormatDescription = ctx["fde"]
-    return decode_query(b.buf, compressed=compressed, path=b.path, offset=b.offset + HEADER_LEN,
-                        post_header_len=fde.post_header_len(et.QUERY, 13), max_uncompressed=ctx["max_uncompressed"])
+    return parse_query(b.buf, compressed=compressed, post_header_len=fde.post_header_len(et.QUERY, 13),
+                       max_uncompressed=ctx["max_uncompressed"])
 
 
 def _fde(b: _Body, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -257,9 +262,9 @@ _DECODERS: dict[int, Callable[[_Body, dict[str, Any]], dict[str, Any]]] = {
     et.HEARTBEAT_V2: _heartbeat_v2,
     et.IGNORABLE: lambda b, ctx: {"raw": bytes(b.rest())},
     et.ROWS_QUERY: _rows_query,
-    et.GTID: lambda b, ctx: decode_mysql_gtid(b.buf, path=b.path, offset=b.offset + HEADER_LEN),
-    et.ANONYMOUS_GTID: lambda b, ctx: decode_mysql_gtid(b.buf, path=b.path, offset=b.offset + HEADER_LEN),
-    et.PREVIOUS_GTIDS: lambda b, ctx: decode_previous_gtids(b.buf, path=b.path, offset=b.offset + HEADER_LEN),
+    et.GTID: lambda b, ctx: decode_mysql_gtid(b.buf),
+    et.ANONYMOUS_GTID: lambda b, ctx: decode_mysql_gtid(b.buf),
+    et.PREVIOUS_GTIDS: lambda b, ctx: decode_previous_gtids(b.buf),
     # MySQL 8.4 tagged GTIDs use the mysql::serialization format, not decoded here (see the module docs).
     et.GTID_TAGGED: lambda b, ctx: {"raw": bytes(b.rest()), "decoded": False},
     et.TRANSACTION_CONTEXT: _transaction_context,
@@ -267,9 +272,8 @@ _DECODERS: dict[int, Callable[[_Body, dict[str, Any]], dict[str, Any]]] = {
     et.XA_PREPARE: _xa_prepare,
     et.MARIA_ANNOTATE_ROWS: _annotate_rows,
     et.MARIA_BINLOG_CHECKPOINT: _binlog_checkpoint,
-    et.MARIA_GTID: lambda b, ctx: decode_maria_gtid(b.buf, ctx["server_id"], path=b.path,
-                                                    offset=b.offset + HEADER_LEN),
-    et.MARIA_GTID_LIST: lambda b, ctx: decode_gtid_list(b.buf, path=b.path, offset=b.offset + HEADER_LEN),
+    et.MARIA_GTID: lambda b, ctx: decode_maria_gtid(b.buf, ctx["server_id"]),
+    et.MARIA_GTID_LIST: lambda b, ctx: decode_gtid_list(b.buf),
     et.MARIA_START_ENCRYPTION: _start_encryption,
 }
 
@@ -279,10 +283,12 @@ def has_body_decoder(type_code: int) -> bool:
 
 
 def decode_event_body(type_code: int, body: bytes, *, fde: FormatDescription, server_id: int, log_pos: int,
-                      path: str | None, offset: int, max_uncompressed: int) -> dict[str, Any]:
-    """Decode a non-rows, non-TABLE_MAP event body; unknown types give ``{"raw": body}``."""
+                      max_uncompressed: int) -> dict[str, Any]:
+    """Decode a non-rows, non-TABLE_MAP event body; unknown types give ``{"raw": body}``.
+
+    Errors are :class:`BinlogDecodeError` at positions in the body (``-19``: the event's start)."""
     decoder = _DECODERS.get(type_code)
     if decoder is None:
         return {"raw": bytes(body)}
     ctx = {"fde": fde, "server_id": server_id, "log_pos": log_pos, "max_uncompressed": max_uncompressed}
-    return decoder(_Body(body, path, offset, et.event_type_name(type_code)), ctx)
+    return decoder(_Body(body, et.event_type_name(type_code)), ctx)

@@ -16,6 +16,8 @@ Layouts:
   format_id u32, gtrid_len u8, bqual_len u8, xid bytes. The server id is the event header's.
 * MariaDB GTID_LIST (163; ``Gtid_list_log_event``): count u32 (low 28 bits; the top 4 are flags), then
   count x {domain_id u32, server_id u32, seq_no u64}. Trailing bytes are tolerated.
+
+Errors are :class:`~spark_logsource.mysql.decode.packed.BinlogDecodeError` at positions in the body.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from spark_logsource.errors import CorruptDataError, TruncatedDataError
-from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.errors import TruncatedDataError
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 
 __all__ = ["decode_gtid_list", "decode_maria_gtid", "decode_mysql_gtid", "decode_previous_gtids",
            "format_uuid"]
@@ -38,14 +40,14 @@ def format_uuid(raw: bytes) -> str:
     return str(uuid.UUID(bytes=bytes(raw)))
 
 
-def _need(body: bytes, pos: int, size: int, path: str | None, offset: int, what: str) -> None:
+def _need(body: bytes, pos: int, size: int, what: str) -> None:
     if pos + size > len(body):
-        raise TruncatedDataError(path, offset + pos, f"{what} needs {size} bytes, {len(body) - pos} left")
+        raise BinlogDecodeError(pos, f"{what} needs {size} bytes, {len(body) - pos} left", TruncatedDataError)
 
 
-def decode_mysql_gtid(body: bytes, *, path: str | None, offset: int) -> dict[str, Any]:
+def decode_mysql_gtid(body: bytes) -> dict[str, Any]:
     """Decode a GTID / ANONYMOUS_GTID body; ``gtid`` is ``uuid:gno`` (None for anonymous transactions)."""
-    _need(body, 0, 25, path, offset, "GTID sid/gno")
+    _need(body, 0, 25, "GTID sid/gno")
     flags = body[0]
     sid = format_uuid(body[1:17])
     gno = int.from_bytes(body[17:25], "little", signed=True)
@@ -53,33 +55,33 @@ def decode_mysql_gtid(body: bytes, *, path: str | None, offset: int) -> dict[str
                            "gtid": f"{sid}:{gno}" if gno > 0 else None}
     pos = 25
     if pos < len(body):
-        _need(body, pos, 17, path, offset, "GTID logical timestamps")
+        _need(body, pos, 17, "GTID logical timestamps")
         out["lt_type"] = body[pos]
         out["last_committed"] = int.from_bytes(body[pos + 1:pos + 9], "little", signed=True)
         out["sequence_number"] = int.from_bytes(body[pos + 9:pos + 17], "little", signed=True)
         pos += 17
     if pos < len(body):
-        _need(body, pos, 7, path, offset, "GTID immediate_commit_timestamp")
+        _need(body, pos, 7, "GTID immediate_commit_timestamp")
         immediate = int.from_bytes(body[pos:pos + 7], "little")
         pos += 7
         original = None
         if immediate & (1 << 55):
             immediate &= (1 << 55) - 1
-            _need(body, pos, 7, path, offset, "GTID original_commit_timestamp")
+            _need(body, pos, 7, "GTID original_commit_timestamp")
             original = int.from_bytes(body[pos:pos + 7], "little")
             pos += 7
         out["immediate_commit_timestamp"] = immediate
         out["original_commit_timestamp"] = immediate if original is None else original
     if pos < len(body):
-        out["transaction_length"], pos = read_packed_int(body, pos, path=path, offset=offset)
+        out["transaction_length"], pos = read_packed_int(body, pos)
     if pos < len(body):
-        _need(body, pos, 4, path, offset, "GTID immediate_server_version")
+        _need(body, pos, 4, "GTID immediate_server_version")
         immediate_version = int.from_bytes(body[pos:pos + 4], "little")
         pos += 4
         original_version = None
         if immediate_version & (1 << 31):
             immediate_version &= (1 << 31) - 1
-            _need(body, pos, 4, path, offset, "GTID original_server_version")
+            _need(body, pos, 4, "GTID original_server_version")
             original_version = int.from_bytes(body[pos:pos + 4], "little")
             pos += 4
         out["immediate_server_version"] = immediate_version
@@ -89,24 +91,24 @@ def decode_mysql_gtid(body: bytes, *, path: str | None, offset: int) -> dict[str
     return out
 
 
-def decode_previous_gtids(body: bytes, *, path: str | None, offset: int) -> dict[str, Any]:
+def decode_previous_gtids(body: bytes) -> dict[str, Any]:
     """Decode PREVIOUS_GTIDS into ``{"gtid_set": "uuid:1-5:7,uuid2:1-3", "sids": [...]}``."""
-    _need(body, 0, 8, path, offset, "PREVIOUS_GTIDS n_sids")
+    _need(body, 0, 8, "PREVIOUS_GTIDS n_sids")
     raw_count = int.from_bytes(body[0:8], "little")
     if raw_count >> 56:
         return {"format": raw_count >> 56, "tagged": True, "raw": bytes(body)}
     pos = 8
     if raw_count * 24 > len(body) - pos:
-        raise CorruptDataError(path, offset, f"PREVIOUS_GTIDS claims {raw_count} sids in {len(body)} bytes")
+        raise BinlogDecodeError(0, f"PREVIOUS_GTIDS claims {raw_count} sids in {len(body)} bytes")
     sids = []
     texts = []
     for _ in range(raw_count):
-        _need(body, pos, 24, path, offset, "PREVIOUS_GTIDS sid")
+        _need(body, pos, 24, "PREVIOUS_GTIDS sid")
         sid = format_uuid(body[pos:pos + 16])
         n_intervals = int.from_bytes(body[pos + 16:pos + 24], "little")
         pos += 24
         if n_intervals * 16 > len(body) - pos:
-            raise TruncatedDataError(path, offset + pos, f"PREVIOUS_GTIDS claims {n_intervals} intervals")
+            raise BinlogDecodeError(pos, f"PREVIOUS_GTIDS claims {n_intervals} intervals", TruncatedDataError)
         intervals = []
         for _ in range(n_intervals):
             start = int.from_bytes(body[pos:pos + 8], "little")
@@ -119,9 +121,9 @@ def decode_previous_gtids(body: bytes, *, path: str | None, offset: int) -> dict
     return {"gtid_set": ",".join(texts), "sids": sids}
 
 
-def decode_maria_gtid(body: bytes, server_id: int, *, path: str | None, offset: int) -> dict[str, Any]:
+def decode_maria_gtid(body: bytes, server_id: int) -> dict[str, Any]:
     """Decode a MariaDB GTID event; ``gtid`` is ``domain-server-seq``."""
-    _need(body, 0, 13, path, offset, "MariaDB GTID")
+    _need(body, 0, 13, "MariaDB GTID")
     seq_no = int.from_bytes(body[0:8], "little")
     domain_id = int.from_bytes(body[8:12], "little")
     flags = body[12]
@@ -132,25 +134,25 @@ def decode_maria_gtid(body: bytes, server_id: int, *, path: str | None, offset: 
     }
     pos = 13
     if flags & 2:
-        _need(body, pos, 8, path, offset, "MariaDB GTID commit_id")
+        _need(body, pos, 8, "MariaDB GTID commit_id")
         out["commit_id"] = int.from_bytes(body[pos:pos + 8], "little")
     elif flags & (64 | 128):
-        _need(body, pos, 6, path, offset, "MariaDB GTID XA id")
+        _need(body, pos, 6, "MariaDB GTID XA id")
         format_id = int.from_bytes(body[pos:pos + 4], "little", signed=True)
         gtrid_len, bqual_len = body[pos + 4], body[pos + 5]
-        _need(body, pos + 6, gtrid_len + bqual_len, path, offset, "MariaDB GTID XA data")
+        _need(body, pos + 6, gtrid_len + bqual_len, "MariaDB GTID XA data")
         data = body[pos + 6:pos + 6 + gtrid_len + bqual_len]
         out["xa"] = {"format_id": format_id, "gtrid": bytes(data[:gtrid_len]), "bqual": bytes(data[gtrid_len:])}
     return out
 
 
-def decode_gtid_list(body: bytes, *, path: str | None, offset: int) -> dict[str, Any]:
+def decode_gtid_list(body: bytes) -> dict[str, Any]:
     """Decode GTID_LIST into ``{"gtids": ["0-1-100", ...], "flags": n}``."""
-    _need(body, 0, 4, path, offset, "GTID_LIST count")
+    _need(body, 0, 4, "GTID_LIST count")
     word = int.from_bytes(body[0:4], "little")
     count, flags = word & 0x0FFFFFFF, word >> 28
     if count * 16 > len(body) - 4:
-        raise TruncatedDataError(path, offset + 4, f"GTID_LIST claims {count} GTIDs in {len(body) - 4} bytes")
+        raise BinlogDecodeError(4, f"GTID_LIST claims {count} GTIDs in {len(body) - 4} bytes", TruncatedDataError)
     gtids = []
     for i in range(count):
         pos = 4 + 16 * i

@@ -23,9 +23,8 @@ import struct
 from datetime import date, datetime
 from typing import Any
 
-from spark_logsource.errors import CorruptDataError
 from spark_logsource.mysql.decode.decimal import decimal_binary_size, decode_decimal_bytes
-from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 
 __all__ = ["JsonDecodeError", "decode_json_diffs", "decode_jsonb"]
 
@@ -229,6 +228,8 @@ def decode_json_diffs(raw: bytes) -> list[dict[str, Any]]:
                 value = decode_jsonb(raw[pos:pos + value_len])
                 pos += value_len
             diffs.append({"op": op, "path": path, "value": value})
-    except (IndexError, struct.error, CorruptDataError) as exc:  # TruncatedDataError is one too
+    except (IndexError, struct.error) as exc:
         raise JsonDecodeError(pos, f"diff cut short ({exc})") from None
+    except BinlogDecodeError as exc:  # a packed length cut short: named as the buffer's own error
+        raise JsonDecodeError(pos, f"diff cut short ({exc.at(None, 0)})") from None
     return diffs

@@ -26,8 +26,9 @@ from typing import Any
 
 from spark_logsource.errors import CorruptDataError, TruncatedDataError
 from spark_logsource.mysql.binlog.compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 
-__all__ = ["decode_query", "decode_status_vars", "query_text"]
+__all__ = ["decode_query", "decode_status_vars", "parse_query", "query_text"]
 
 _POST_HEADER = 13
 _OVER_MAX_DBS = 254
@@ -112,8 +113,8 @@ _STATUS_VARS: dict[int, tuple[str, Callable[[bytes, int], tuple[Any, int]]]] = {
 }
 
 
-def decode_status_vars(raw: bytes, *, path: str | None, offset: int) -> dict[str, Any]:
-    """Decode the status-variable block ``raw`` (starting at file offset ``offset``)."""
+def decode_status_vars(raw: bytes) -> dict[str, Any]:
+    """Decode the status-variable block ``raw``; errors are at positions in ``raw``."""
     out: dict[str, Any] = {}
     pos = 0
     while pos < len(raw):
@@ -127,18 +128,17 @@ def decode_status_vars(raw: bytes, *, path: str | None, offset: int) -> dict[str
         try:
             out[name], pos = read(raw, pos + 1)
         except (IndexError, ValueError):
-            raise TruncatedDataError(path, offset + pos, f"QUERY status variable {name} (code {code}) "
-                                                         "runs past the status block") from None
+            raise BinlogDecodeError(pos, f"QUERY status variable {name} (code {code}) runs past the status block",
+                                    TruncatedDataError) from None
     return out
 
 
-def decode_query(body: bytes, *, compressed: bool, path: str | None, offset: int,
-                 post_header_len: int = _POST_HEADER,
-                 max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> dict[str, Any]:
-    """Decode a QUERY / QUERY_COMPRESSED body; ``offset`` is the file offset of the body's first byte."""
+def parse_query(body: bytes, *, compressed: bool, post_header_len: int = _POST_HEADER,
+                max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> dict[str, Any]:
+    """Decode a QUERY / QUERY_COMPRESSED body; errors are :class:`BinlogDecodeError` at positions in the body."""
     if post_header_len < _POST_HEADER or len(body) < post_header_len:
-        raise TruncatedDataError(path, offset, f"QUERY post-header needs {max(post_header_len, _POST_HEADER)} "
-                                               f"bytes, the body has {len(body)}")
+        raise BinlogDecodeError(0, f"QUERY post-header needs {max(post_header_len, _POST_HEADER)} bytes, the body "
+                                   f"has {len(body)}", TruncatedDataError)
     thread_id = int.from_bytes(body[0:4], "little")
     exec_time = int.from_bytes(body[4:8], "little")
     db_len = body[8]
@@ -146,19 +146,37 @@ def decode_query(body: bytes, *, compressed: bool, path: str | None, offset: int
     status_len = int.from_bytes(body[11:13], "little")
     pos = post_header_len
     if pos + status_len + db_len + 1 > len(body):
-        raise CorruptDataError(path, offset + 11, f"QUERY status block ({status_len} bytes) and schema "
-                                                  f"({db_len} bytes) run past the event ({len(body)} bytes)")
-    status = decode_status_vars(body[pos:pos + status_len], path=path, offset=offset + pos)
+        raise BinlogDecodeError(11, f"QUERY status block ({status_len} bytes) and schema ({db_len} bytes) run past "
+                                    f"the event ({len(body)} bytes)")
+    try:
+        status = decode_status_vars(body[pos:pos + status_len])
+    except BinlogDecodeError as exc:
+        raise BinlogDecodeError(pos + (exc.pos or 0), exc.reason, exc.kind) from None
     pos += status_len
     schema = body[pos:pos + db_len].decode("utf-8", "replace")
     pos += db_len + 1
     raw_query = body[pos:]
     if compressed:
-        raw_query = mariadb_uncompress(raw_query, path, offset + pos, max_uncompressed)
+        try:
+            raw_query = mariadb_uncompress(raw_query, None, pos, max_uncompressed)
+        except CorruptDataError as exc:
+            raise BinlogDecodeError.of(exc) from None
     return {
         "thread_id": thread_id, "exec_time": exec_time, "error_code": error_code,
         "status_vars": status, "schema": schema, "query": query_text(raw_query),
     }
+
+
+def decode_query(body: bytes, *, compressed: bool, path: str | None, offset: int,
+                 post_header_len: int = _POST_HEADER,
+                 max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> dict[str, Any]:
+    """:func:`parse_query` for a reader that knows the file: errors name ``path`` and ``offset`` (the file offset
+    of the body's first byte) plus the position in the body."""
+    try:
+        return parse_query(body, compressed=compressed, post_header_len=post_header_len,
+                           max_uncompressed=max_uncompressed)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset) from None
 
 
 def query_text(raw: bytes) -> str:

@@ -26,13 +26,17 @@ from typing import Any
 
 from spark_logsource.errors import CorruptDataError, TruncatedDataError, UnsupportedDataError
 from spark_logsource.mysql.binlog.compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
+from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode import column_types as ct
 from spark_logsource.mysql.decode.jsonb import JsonDecodeError, decode_json_diffs
-from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 from spark_logsource.mysql.decode.tablemap import TableMap
 from spark_logsource.mysql.decode.values import ValueInvalid, ValueTruncated, column_decoder
 
-__all__ = ["RowsEvent", "decode_rows_event", "peek_table_id"]
+__all__ = ["RowsEvent", "decode_rows_event", "parse_rows_event", "peek_table_id", "rows_head"]
+
+#: Where the errors about an event as a whole point: its start, the common header before the body.
+_EVENT = -HEADER_LEN
 
 _OPS = {20: "insert", 21: "update", 22: "delete", 23: "insert", 24: "update", 25: "delete",
         30: "insert", 31: "update", 32: "delete", 39: "update",
@@ -75,7 +79,7 @@ def peek_table_id(body: bytes | memoryview, *, table_id_size: int, path: str | N
 _Plan = tuple[tuple[tuple[str, Callable[[bytes, int], tuple[Any, int]]], ...], int]
 
 
-def _plan(table_map: TableMap, present: int, path: str | None, offset: int) -> _Plan:
+def _plan(table_map: TableMap, present: int) -> _Plan:
     """(key, decoder) pairs of the present columns, and the NULL bitmap size; cached on the TableMap."""
     cache = table_map.row_decoder_cache
     plan: _Plan | None = cache.get(present)
@@ -85,8 +89,8 @@ def _plan(table_map: TableMap, present: int, path: str | None, offset: int) -> _
             try:
                 decoders = tuple(column_decoder(col) for col in table_map.columns)
             except ValueError as exc:
-                raise UnsupportedDataError(path, offset, f"table {table_map.database}.{table_map.table}: "
-                                                         f"{exc}") from None
+                raise BinlogDecodeError(_EVENT, f"table {table_map.database}.{table_map.table}: {exc}",
+                                        UnsupportedDataError) from None
             cache["columns"] = decoders
         items = tuple((table_map.key_for(i), decoders[i])
                       for i in range(len(table_map.columns)) if present >> i & 1)
@@ -116,12 +120,11 @@ def _read_image(data: bytes, pos: int, plan: _Plan) -> tuple[dict[str, Any], int
     return row, pos
 
 
-def _read_partial_image(data: bytes, pos: int, plan: _Plan, table_map: TableMap, present: int,
-                        path: str | None, offset: int) -> tuple[dict[str, Any], int]:
-    """A PARTIAL_UPDATE_ROWS after image: value_options, partial-JSON bitmap, then the image.
-
-    ``offset`` is the file offset of ``data[0]`` (errors add the position inside ``data``)."""
-    value_options, pos = read_packed_int(data, pos, path=path, offset=offset)
+def _read_partial_image(data: bytes, pos: int, plan: _Plan, table_map: TableMap,
+                        present: int) -> tuple[dict[str, Any], int]:
+    """A PARTIAL_UPDATE_ROWS after image: value_options, partial-JSON bitmap, then the image (errors at positions
+    in ``data``)."""
+    value_options, pos = read_packed_int(data, pos)
     if not value_options & _PARTIAL_JSON_UPDATES:
         return _read_image(data, pos, plan)
     json_columns = [c.index for c in table_map.columns if c.real_type == ct.JSON]
@@ -208,7 +211,19 @@ class RowsEventHead:
 
 def parse_rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                     table_maps: Mapping[int, TableMap], path: str | None, offset: int) -> RowsEventHead:
-    """Post-header, v2 extra data, column count and column bitmaps of a rows event, checked.
+    """:func:`rows_head` for a reader that knows the file: errors name ``path`` and ``offset`` (the file offset of
+    the event) plus 19 plus the position in the body."""
+    try:
+        return rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                         table_maps=table_maps)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset + HEADER_LEN) from None
+
+
+def rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+              table_maps: Mapping[int, TableMap]) -> RowsEventHead:
+    """Post-header, v2 extra data, column count and column bitmaps of a rows event, checked (errors are
+    :class:`BinlogDecodeError` at positions in the body).
 
     Layout (mysql-server ``libs/mysql/binlog/event/rows_event.h``): table_id (6 or 4 bytes), flags u16, v2 only:
     extra_len u16 (counting itself) + extra data, column count (packed int), columns-present bitmap, for UPDATE a
@@ -216,35 +231,33 @@ def parse_rows_head(event_type: int, body: bytes | memoryview, *, post_header_le
     """
     op = _OPS.get(event_type)
     if op is None:
-        raise UnsupportedDataError(path, offset, f"event type {event_type} is not a rows event")
+        raise BinlogDecodeError(_EVENT, f"event type {event_type} is not a rows event", UnsupportedDataError)
     buf = bytes(body)
-    base = offset + 19
     fixed = table_id_size + 2
     if len(buf) < max(fixed, post_header_len):
-        raise TruncatedDataError(path, base, "rows event shorter than its post-header")
+        raise BinlogDecodeError(0, "rows event shorter than its post-header", TruncatedDataError)
     table_id = int.from_bytes(buf[:table_id_size], "little")
     flags = int.from_bytes(buf[table_id_size:fixed], "little")
     extra = b""
     pos = max(post_header_len, fixed)
     if event_type in _V2_TYPES:
         if len(buf) < fixed + 2:
-            raise TruncatedDataError(path, base + fixed, "rows event v2 without extra-data length")
+            raise BinlogDecodeError(fixed, "rows event v2 without extra-data length", TruncatedDataError)
         extra_len = int.from_bytes(buf[fixed:fixed + 2], "little")
         if extra_len < 2 or pos + extra_len - 2 > len(buf):
-            raise CorruptDataError(path, base + fixed, f"rows event extra-data length {extra_len}")
+            raise BinlogDecodeError(fixed, f"rows event extra-data length {extra_len}")
         extra = buf[pos:pos + extra_len - 2]
         pos += extra_len - 2
     table_map = table_maps.get(table_id)
     if table_map is None:
-        raise CorruptDataError(path, offset, f"rows event for table id {table_id} without TABLE_MAP")
-    ncols, pos = read_packed_int(buf, pos, path=path, offset=base)
+        raise BinlogDecodeError(_EVENT, f"rows event for table id {table_id} without TABLE_MAP")
+    ncols, pos = read_packed_int(buf, pos)
     if ncols != len(table_map.columns):
-        raise CorruptDataError(path, base + pos, f"rows event has {ncols} columns, TABLE_MAP of "
-                                                 f"{table_map.database}.{table_map.table} has "
-                                                 f"{len(table_map.columns)}")
+        raise BinlogDecodeError(pos, f"rows event has {ncols} columns, TABLE_MAP of {table_map.database}."
+                                     f"{table_map.table} has {len(table_map.columns)}")
     bitmap_len = (ncols + 7) // 8
     if pos + bitmap_len * (2 if op == "update" else 1) > len(buf):
-        raise TruncatedDataError(path, base + pos, "rows event ends inside its column bitmaps")
+        raise BinlogDecodeError(pos, "rows event ends inside its column bitmaps", TruncatedDataError)
     columns_mask = (1 << ncols) - 1  # bits past the column count are the bitmap's padding
     present = int.from_bytes(buf[pos:pos + bitmap_len], "little") & columns_mask
     pos += bitmap_len
@@ -262,7 +275,7 @@ def rows_data(event_type: int, head: RowsEventHead, *, path: str | None, offset:
     MariaDB's compressed rows events (166–171) zlib-compress everything after the bitmaps; positions inside the
     inflated block have no file offset, so errors there point at the block's start.
     """
-    base = offset + 19
+    base = offset + HEADER_LEN
     if event_type in _COMPRESSED_TYPES:
         return mariadb_uncompress(head.buf[head.pos:], path, base + head.pos, max_uncompressed), 0, \
             base + head.pos, True
@@ -272,23 +285,42 @@ def rows_data(event_type: int, head: RowsEventHead, *, path: str | None, offset:
 def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                       table_maps: Mapping[int, TableMap], path: str | None, offset: int,
                       max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RowsEvent:
+    """:func:`parse_rows_event` for a reader that knows the file: ``offset`` is the file offset of the event, and
+    errors carry ``offset + 19 + position in the body``."""
+    try:
+        return parse_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                                table_maps=table_maps, max_uncompressed=max_uncompressed)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset + HEADER_LEN) from None
+
+
+def parse_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
+                     table_maps: Mapping[int, TableMap],
+                     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RowsEvent:
     """Decode a rows event body (after the 19-byte common header, CRC trailer removed).
 
-    ``offset`` is the file offset of the event: errors carry ``offset + 19 + position in the body`` (for
-    compressed events, positions inside the inflated block are reported at the block's start).
+    Errors are :class:`BinlogDecodeError` at positions in the body (for compressed events, positions inside the
+    inflated block are reported at the block's start).
     """
-    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                           table_maps=table_maps, path=path, offset=offset)
+    head = rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                     table_maps=table_maps)
     op, table_map, present, present_after = head.op, head.table_map, head.present, head.present_after
     extra = _decode_extra(head.extra) if head.extra else None
-    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
-                                               max_uncompressed=max_uncompressed)
+    in_block = event_type in _COMPRESSED_TYPES
+    if in_block:
+        try:
+            data, pos = mariadb_uncompress(head.buf[head.pos:], None, head.pos, max_uncompressed), 0
+        except CorruptDataError as exc:
+            raise BinlogDecodeError.of(exc) from None
+    else:
+        data, pos = head.buf, head.pos
+    data_at = head.pos if in_block else 0  # the body position of data[0]
 
     def where(p: int) -> int:
-        return data_base if in_block else data_base + p
+        return data_at if in_block else p
 
-    plan = _plan(table_map, present, path, offset)
-    plan_after = _plan(table_map, present_after, path, offset) if op == "update" else plan
+    plan = _plan(table_map, present)
+    plan_after = _plan(table_map, present_after) if op == "update" else plan
     partial = event_type == PARTIAL_UPDATE_ROWS
     rows: list[_Row] = []
     end = len(data)
@@ -300,7 +332,10 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
             if op == "insert" or op == "delete":
                 row: _Row = (None, image) if op == "insert" else (image, None)
             elif partial:
-                after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after, path, where(0))
+                try:
+                    after, pos = _read_partial_image(data, pos, plan_after, table_map, present_after)
+                except BinlogDecodeError as exc:  # its value_options: at data[0]'s position plus its own
+                    raise BinlogDecodeError(data_at + (exc.pos or 0), exc.reason, exc.kind) from None
                 row = (image, after)
             else:
                 after, pos = _read_image(data, pos, plan_after)
@@ -311,15 +346,15 @@ def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_
                 raise ValueInvalid(row_start, "row image without columns")
             rows.append(row)
     except ValueTruncated as exc:
-        raise TruncatedDataError(path, where(exc.pos), f"row {len(rows)} of {table_map.database}."
-                                                       f"{table_map.table}: {exc} cut short") from None
+        raise BinlogDecodeError(where(exc.pos), f"row {len(rows)} of {table_map.database}.{table_map.table}: {exc} "
+                                                "cut short", TruncatedDataError) from None
     except (IndexError, struct.error):
-        raise TruncatedDataError(path, where(row_start), f"row {len(rows)} of {table_map.database}."
-                                                         f"{table_map.table} cut short") from None
+        raise BinlogDecodeError(where(row_start), f"row {len(rows)} of {table_map.database}.{table_map.table} cut "
+                                                  "short", TruncatedDataError) from None
     except ValueInvalid as exc:
-        raise CorruptDataError(path, where(exc.pos), f"row {len(rows)} of {table_map.database}."
-                                                     f"{table_map.table}: {exc}") from None
+        raise BinlogDecodeError(where(exc.pos), f"row {len(rows)} of {table_map.database}.{table_map.table}: "
+                                                f"{exc}") from None
     except JsonDecodeError as exc:
-        raise CorruptDataError(path, where(row_start), f"row {len(rows)} of {table_map.database}."
-                                                       f"{table_map.table}: {exc}") from None
+        raise BinlogDecodeError(where(row_start), f"row {len(rows)} of {table_map.database}.{table_map.table}: "
+                                                  f"{exc}") from None
     return RowsEvent(table_id=head.table_id, flags=head.flags, op=op, rows=rows, extra=extra)

@@ -21,11 +21,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.errors import TruncatedDataError
 from spark_logsource.mysql.decode import column_types as ct
-from spark_logsource.mysql.decode.packed import read_packed_int
+from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 
-__all__ = ["ColumnInfo", "TableMap", "decode_table_map"]
+__all__ = ["ColumnInfo", "TableMap", "decode_table_map", "parse_table_map"]
 
 # Optional metadata field types (mysql-server ``Table_map_event::Optional_metadata_field_type``).
 SIGNEDNESS = 1
@@ -110,15 +110,15 @@ def _real_type(type_code: int, meta: int) -> int:
 class _Cursor:
     """Bounded reader over a bytes object; every read checks the bytes available."""
 
-    __slots__ = ("buf", "end", "offset", "path", "pos")
+    __slots__ = ("buf", "end", "pos")
 
-    def __init__(self, buf: bytes, pos: int, end: int, path: str | None, offset: int) -> None:
-        self.buf, self.pos, self.end, self.path, self.offset = buf, pos, end, path, offset
+    def __init__(self, buf: bytes, pos: int, end: int) -> None:
+        self.buf, self.pos, self.end = buf, pos, end
 
     def take(self, size: int, what: str) -> bytes:
         if size < 0 or self.pos + size > self.end:
-            raise TruncatedDataError(self.path, self.offset + self.pos,
-                                     f"TABLE_MAP {what} needs {size} bytes, {self.end - self.pos} left")
+            raise BinlogDecodeError(self.pos, f"TABLE_MAP {what} needs {size} bytes, {self.end - self.pos} left",
+                                    TruncatedDataError)
         start = self.pos
         self.pos += size
         return self.buf[start:self.pos]
@@ -131,10 +131,10 @@ class _Cursor:
 
     def packed(self, what: str) -> int:
         if self.pos >= self.end:
-            raise TruncatedDataError(self.path, self.offset + self.pos, f"TABLE_MAP {what} missing")
-        value, new_pos = read_packed_int(self.buf, self.pos, path=self.path, offset=self.offset)
+            raise BinlogDecodeError(self.pos, f"TABLE_MAP {what} missing", TruncatedDataError)
+        value, new_pos = read_packed_int(self.buf, self.pos)
         if new_pos > self.end:
-            raise TruncatedDataError(self.path, self.offset + self.pos, f"TABLE_MAP {what} cut short")
+            raise BinlogDecodeError(self.pos, f"TABLE_MAP {what} cut short", TruncatedDataError)
         self.pos = new_pos
         return value
 
@@ -166,7 +166,7 @@ def _bits_msb_first(raw: bytes, count: int) -> list[bool]:
 def _read_strings(cur: _Cursor, what: str) -> tuple[str, ...]:
     count = cur.packed(what)
     if count > cur.end - cur.pos:
-        raise CorruptDataError(cur.path, cur.offset + cur.pos, f"TABLE_MAP {what}: {count} values cannot fit")
+        raise BinlogDecodeError(cur.pos, f"TABLE_MAP {what}: {count} values cannot fit")
     values = []
     for _ in range(count):
         size = cur.packed(what)
@@ -183,8 +183,7 @@ def _read_charsets(cur: _Cursor, ncols: int, *, default_form: bool) -> list[int]
             index = cur.packed("charset column index")
             collation = cur.packed("charset collation")
             if index >= ncols:
-                raise CorruptDataError(cur.path, cur.offset + cur.pos,
-                                       f"TABLE_MAP charset for column #{index} of {ncols}")
+                raise BinlogDecodeError(cur.pos, f"TABLE_MAP charset for column #{index} of {ncols}")
             result[index] = collation
         return result
     result = []
@@ -195,12 +194,19 @@ def _read_charsets(cur: _Cursor, ncols: int, *, default_form: bool) -> list[int]
 
 def decode_table_map(body: bytes | memoryview, *, table_id_size: int, path: str | None,
                      offset: int) -> TableMap:
-    """Decode a TABLE_MAP event body (after the 19-byte common header, CRC removed).
+    """:func:`parse_table_map` for a reader that knows the file: ``offset`` is the file offset of the event, and
+    errors report ``offset + 19 + position in body``."""
+    try:
+        return parse_table_map(body, table_id_size=table_id_size)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset + 19) from None
 
-    ``offset`` is the file offset of the event; errors report ``offset + 19 + position in body``.
-    """
+
+def parse_table_map(body: bytes | memoryview, *, table_id_size: int) -> TableMap:
+    """Decode a TABLE_MAP event body (after the 19-byte common header, CRC removed); errors are
+    :class:`BinlogDecodeError` at positions in the body."""
     buf = bytes(body)
-    cur = _Cursor(buf, 0, len(buf), path, offset + 19)
+    cur = _Cursor(buf, 0, len(buf))
     table_id = cur.uint(table_id_size, "table id")
     flags = cur.uint(2, "flags")
     db_len = cur.u8("schema length")
@@ -211,10 +217,10 @@ def decode_table_map(body: bytes | memoryview, *, table_id_size: int, path: str 
     cur.take(1, "table terminator")
     ncols = cur.packed("column count")
     if ncols > cur.end - cur.pos:
-        raise CorruptDataError(path, cur.offset + cur.pos, f"TABLE_MAP column count {ncols} cannot fit")
+        raise BinlogDecodeError(cur.pos, f"TABLE_MAP column count {ncols} cannot fit")
     types = cur.take(ncols, "column types")
     meta_len = cur.packed("metadata length")
-    meta_cur = _Cursor(buf, cur.pos, cur.pos + meta_len, path, cur.offset)
+    meta_cur = _Cursor(buf, cur.pos, cur.pos + meta_len)
     cur.take(meta_len, "metadata block")
     metas = _read_metadata(types, meta_cur)
     null_bits = cur.take((ncols + 7) // 8, "null bitmap")
@@ -224,7 +230,7 @@ def decode_table_map(body: bytes | memoryview, *, table_id_size: int, path: str 
     while not cur.at_end():
         field_type = cur.u8("optional metadata type")
         length = cur.packed("optional metadata length")
-        value = _Cursor(buf, cur.pos, cur.pos + length, path, cur.offset)
+        value = _Cursor(buf, cur.pos, cur.pos + length)
         cur.take(length, "optional metadata value")
         opt[field_type] = value
 

@@ -12,7 +12,7 @@ Python then runs once per run instead of once per event; the per-event columns (
 ``timestamp``, ``server_id``, ``row_index``) come back as arrays, one value per row.
 
 :func:`run_head` is what both views share: ``view=table`` reads its runs the same way, its rows as typed columns
-(:func:`.typed_kernel.typed_run`, the same kernel function given the conversions).
+(:func:`.table.kernel.typed_run`, the same kernel function given the conversions).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class RowsRun:
     table_map: TableMap
     op: str
     events: np.ndarray  #: int64 (k, 5): pos, next_pos, timestamp, server_id, rows of each event
-    rows: Any  #: every row of the run, in file order: EncodedRows, or view=table's typed_kernel.TypedRows
+    rows: Any  #: every row of the run, in file order: EncodedRows, or view=table's table.kernel.TypedRows
     event_bytes: int  #: bytes of the run's events
 
     @property

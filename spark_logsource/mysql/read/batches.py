@@ -48,9 +48,9 @@ class Chunk:
 
     ``values[i]`` is the value of column ``i`` for every row of the chunk, except for the per-row columns:
     ``row_index`` (``first_row`` .. ``first_row + n - 1``) and the variant columns, whose encoded cells are in
-    ``encoded[i]``: an :class:`~.rows_encode.ImageColumn` of ``n`` cells (Variant values and metadata, or JSON
+    ``encoded[i]``: an :class:`~.encode.images.ImageColumn` of ``n`` cells (Variant values and metadata, or JSON
     text, as Arrow column parts), or None when the column is SQL NULL on every row of the chunk. In a chunk of
-    several rows events (``per_row``: a run, :mod:`.rows_run`), the columns that vary by event (``pos``,
+    several rows events (``per_row``: a run, :mod:`.encode.runs`), the columns that vary by event (``pos``,
     ``next_pos``, ``timestamp``, ``server_id``, ``row_index``) are numpy arrays of ``n`` values instead. It is a
     chunk as :mod:`spark_logsource.arrow.batching` defines it, cut by ``cut_batches``.
     """

@@ -78,7 +78,7 @@ class EventFilters:
         self.none = not (self.header_predicates or self.type_predicates or self.op_predicates or self.databases
                          or self.table_patterns or self.predicates)
         #: Every filter looks only at what a run of rows events shares (type, database, table, op), so the first
-        #: event's verdict is the run's (:mod:`.rows_run`).
+        #: event's verdict is the run's (:mod:`.encode.runs`).
         self.same_for_a_run = not self.header_predicates and all(p.column in _RUN_FACTS for p in self.predicates)
 
     def header_ok(self, ev: BinlogEvent) -> bool:

@@ -22,12 +22,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from spark_logsource.errors import CorruptDataError, EncryptedBinlogError
+from spark_logsource.framing import BadRange
 from spark_logsource.mysql.binlog import event_types as et
-from spark_logsource.mysql.binlog.events import BinlogEvent, FramingError
+from spark_logsource.mysql.binlog.events import BinlogEvent
 from spark_logsource.mysql.binlog.fde import FormatDescription
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
 from spark_logsource.mysql.decode.event_bodies import decode_event_body
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 from spark_logsource.mysql.decode.query_event import decode_query
 from spark_logsource.mysql.decode.rows import peek_table_id
 from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
@@ -69,7 +71,7 @@ def warn_once(key: tuple[str, str], message: str, *args: Any) -> None:
 
 
 #: ``look_ahead(pos)``: the events from ``pos`` on (a file walk, or the buffered rest of a transaction).
-LookAhead = Callable[[int], Iterable[BinlogEvent | FramingError]]
+LookAhead = Callable[[int], Iterable[BinlogEvent | BadRange]]
 
 
 def is_begin(ev: BinlogEvent, decoded: dict[str, Any] | None) -> bool:
@@ -266,8 +268,11 @@ class TransactionMachine:
             data = self.fde.as_dict()
         else:
             if code == et.MARIA_START_ENCRYPTION or self.events_view or code in _STATE_TYPES:
-                data = decode_event_body(code, ev.body, fde=self.fde, server_id=ev.server_id, log_pos=ev.log_pos,
-                                         path=self.path, offset=ev.pos, max_uncompressed=self.options.max_uncompressed)
+                try:
+                    data = decode_event_body(code, ev.body, fde=self.fde, server_id=ev.server_id, log_pos=ev.log_pos,
+                                             max_uncompressed=self.options.max_uncompressed)
+                except BinlogDecodeError as exc:
+                    raise exc.at(self.path, ev.pos + HEADER_LEN) from None
             else:
                 data = {}
             if code in GROUP_TYPES:
@@ -297,7 +302,7 @@ class TransactionMachine:
     def rows_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int,
                  verify: bool) -> RowsRun | None:
         """``ev`` and the rows events after it in the walk's ``window`` (buffer, file offset of its first byte) of
-        the same table and shape, with offsets below ``stop``, read by one kernel call (:mod:`.rows_run`); None when
+        the same table and shape, with offsets below ``stop``, read by one kernel call (:mod:`.encode.runs`); None when
         that path does not apply (events view, filters on what differs between the events of a run, the Python
         reference, a transaction that must look ahead for its XID, an event the filters drop, ...): then the caller
         hands ``ev`` to :meth:`rows_event`."""
@@ -376,7 +381,7 @@ class TransactionMachine:
         assert self.look_ahead is not None
         stop = self.options.stop_position
         for item in self.look_ahead(pos):
-            if isinstance(item, FramingError) or (stop is not None and item.pos >= stop):
+            if isinstance(item, BadRange) or (stop is not None and item.pos >= stop):
                 return None
             code = item.type_code
             if code == et.XID:

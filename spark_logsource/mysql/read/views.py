@@ -90,7 +90,7 @@ class ViewWriter:
                 table_map.table, op, None, None, None, statement if self.include_query else None, None]
 
     def run_values(self, run: RowsRun, gtid: str | None, xid: int | None, statement: str | None) -> list[Any]:
-        """The columns of a run of rows events (:mod:`.rows_run`): those that vary by event as per-row arrays."""
+        """The columns of a run of rows events (:mod:`.encode.runs`): those that vary by event as per-row arrays."""
         pos, next_pos, timestamp, server_id, row_index = run.per_row()
         table_map = run.table_map
         return [None, pos, next_pos, timestamp, server_id, gtid, xid, table_map.database, table_map.table, run.op,

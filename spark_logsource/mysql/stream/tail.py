@@ -35,13 +35,14 @@ from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.splits import walk_range
 from spark_logsource.mysql.decode.gtid import decode_gtid_list
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 from spark_logsource.mysql.position import FILE_START, BinlogPosition, GtidState, binlog_number
 from spark_logsource.mysql.read.transactions import TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
 from spark_logsource.mysql.table.follow import DdlStatement, TableSlice
 from spark_logsource.mysql.table.stream import file_statements, read_table_range, tail_follower
 from spark_logsource.streaming.dirtail import Awaiting, data_loss, one_directory, past_end
-from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, compare_positions
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.format import MysqlBinlogFormat
@@ -154,11 +155,11 @@ class BinlogDirStream(LogStream):
         try:
             with open_input(entry.uri) as f, BinlogFile(f, display_name(entry.uri), verify_checksums=False) as bf:
                 for n, item in enumerate(bf.events()):
-                    if n > 8 or not isinstance(item, BinlogEvent):  # a FramingError: no GTID_LIST at the head
+                    if n > 8 or not isinstance(item, BinlogEvent):  # a BadRange: no GTID_LIST at the head
                         return None
                     if item.type_code == et.MARIA_GTID_LIST:
-                        return GtidState.of(decode_gtid_list(item.body, path=bf.path, offset=item.pos)["gtids"])
-        except (CorruptDataError, OSError):
+                        return GtidState.of(decode_gtid_list(item.body)["gtids"])
+        except (CorruptDataError, BinlogDecodeError, OSError):
             return None
         return None
 
@@ -188,8 +189,7 @@ class BinlogDirStream(LogStream):
         return self.options.budget()
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
-        ka, kb = BinlogPosition.from_offset(a).sort_key(), BinlogPosition.from_offset(b).sort_key()
-        return (ka > kb) - (ka < kb)
+        return compare_positions(BinlogPosition, a, b)
 
     def _resolve(self, cur: BinlogPosition, files: list[BinlogFileEntry]) -> BinlogPosition | None:
         """``cur``, or where reading goes on when its file is gone (data loss, unless failOnDataLoss=false);

@@ -1,8 +1,8 @@
 """The record batches of ``view=table``: its rows gathered column by column, then joined into Arrow arrays.
 
-Rows arrive three ways (:mod:`.typed_rows`): one at a time (the row-by-row path, which makes error rows), a rows
+Rows arrive three ways (:mod:`.table.rows`): one at a time (the row-by-row path, which makes error rows), a rows
 event's images as Python cells per column (the reference path), or a rows event's images as the kernel's column
-parts (``KernelPiece``, :mod:`.typed_kernel`). Each view column keeps its cells as a list of pieces in row order;
+parts (``KernelPiece``, :mod:`.table.kernel`). Each view column keeps its cells as a list of pieces in row order;
 a column made only of kernel pieces (and of rows without the column) is joined buffer by buffer, with no Python
 object per value; any other column is built by Arrow from the Python cells, kernel pieces included as arrays of
 their own. The other columns (``op``, ``source``, the corrupt record) are kept as runs, one value per rows event,
@@ -237,7 +237,7 @@ class Columns:
 
     def add_kernel_run(self, op: str, events: np.ndarray, before: Side | None, after: Side | None,
                        rest: tuple[Any, Any, Any, Any], size: int) -> None:
-        """The rows of a run of rows events (:mod:`.rows_run`), the images as the kernel gives them: ``events``
+        """The rows of a run of rows events (:mod:`.encode.runs`), the images as the kernel gives them: ``events``
         holds pos, next pos, timestamp, server id and rows of each event; ``rest`` the gtid, xid, database and
         table they share."""
         n = int(events[:, 4].sum())

@@ -1,7 +1,7 @@
-"""``view=table``'s typed columns from the compiled kernel: the C twin of the conversion in :mod:`.typed_rows`.
+"""``view=table``'s typed columns from the compiled kernel: the C twin of the conversion in :mod:`.table.rows`.
 
 The reference path decodes a rows event into one dict per image (:func:`.rows.decode_rows_event`) and converts
-each value with :func:`.table_schema.cell_converter`. Here the kernel (``_kernel_typed.c`` ``typed_rows``, conversions
+each value with :func:`.table.layout.cell_converter`. Here the kernel (``_kernel_typed.c`` ``typed_rows``, conversions
 in ``_typed.h``) decodes the images with the same value decoders as the changes view and writes each value straight
 into its column's Arrow buffers — validity, little-endian data, or offsets and bytes — so a rows event leaves C as
 a few bytes objects per column (:class:`KernelPiece`), without a Python object per value.
@@ -9,9 +9,9 @@ a few bytes objects per column (:class:`KernelPiece`), without a Python object p
 Each column's conversion (:func:`conversion`) repeats ``cell_converter``'s checks on the decoded value's Variant
 type (``_typed.h`` says how the two correspond). A value the kernel cannot convert exactly — a zero date, a number
 out of the declared range, text that is not in its character set, an ENUM number without a name — makes the kernel
-decline the whole event, and :mod:`.typed_rows` takes its Python path, which gives the error row or the reference
+decline the whole event, and :mod:`.table.rows` takes its Python path, which gives the error row or the reference
 value. So do malformed events (the Python decoder then raises its own error), PARTIAL_UPDATE_ROWS and images with
-a MySQL JSON column (as in :mod:`.rows_encode`). A JSON column whose values arrive as text (MariaDB's JSON is a
+a MySQL JSON column (as in :mod:`.encode.images`). A JSON column whose values arrive as text (MariaDB's JSON is a
 LONGTEXT) is parsed in C into each value's Variant and metadata (``_native/_json_variant.h``); a text the parser
 leaves to Python (not JSON, NaN, more than 38 digits, a duplicate key, ...) declines the event. Other columns the
 view types as variant (a column whose type changed too much) leave the kernel as each value's Variant primitive;
@@ -134,7 +134,7 @@ class TypedRows:
     before: Side | None
     after: Side | None
     size: int
-    #: for a run of rows events: pos, next pos, timestamp, server id and rows of each event (:mod:`.rows_run`)
+    #: for a run of rows events: pos, next pos, timestamp, server id and rows of each event (:mod:`.encode.runs`)
     events: np.ndarray | None = None
 
 
@@ -252,7 +252,7 @@ def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len
               table_id_size: int, post_header_len: int, table_map: TableMap,
               shape_of: Callable[[int], TypedShape | None], path: str, max_rows: int = RUN_MAX_ROWS,
               max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
-    """As :func:`.rows_run.encode_run` (the run of rows events of ``table_map`` that begins with ``ev``, framed,
+    """As :func:`.encode.runs.encode_run` (the run of rows events of ``table_map`` that begins with ``ev``, framed,
     checked and decoded by one kernel call), the rows as typed columns; None when ``ev`` is not for the kernel
     (the caller takes the per-event path)."""
     head = run_head(ev, buf, buf_start, table_id_size=table_id_size, post_header_len=post_header_len,

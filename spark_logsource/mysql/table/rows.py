@@ -34,14 +34,11 @@ import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError, OptionError
 from spark_logsource.filters import Predicate
-from spark_logsource.io.fs import FileEntry, display_name, open_input
+from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.logformat import Split
 from spark_logsource.mysql.binlog import event_types as et
-from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile, FramingError
-from spark_logsource.mysql.binlog.header import HEADER_LEN
-from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
+from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.splits import walk_split
-from spark_logsource.mysql.decode.query_event import decode_query
 from spark_logsource.mysql.decode.rows import decode_rows_event
 from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
 from spark_logsource.mysql.encode.runs import RowsRun
@@ -72,7 +69,6 @@ from spark_logsource.mysql.table.ddl import (
     TableHistory,
     Version,
     parse_ddl_file,
-    truncated_table,
 )
 from spark_logsource.mysql.table.kernel import (
     TypedRows,
@@ -94,7 +90,8 @@ from spark_logsource.mysql.table.layout import (
     union_columns,
 )
 from spark_logsource.mysql.table.options import TableOptions, parse_table_options
-from spark_logsource.options import ParseMode
+from spark_logsource.mysql.table.scan import MetadataLayouts, scan_files
+from spark_logsource.mysql.table.statements import truncated_table
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.format import MysqlBinlogFormat
@@ -104,80 +101,6 @@ __all__ = ["SOURCE_FIELDS", "TableMachine", "TableView", "TableWriter", "parse_t
 log = logging.getLogger(__name__)
 
 _OPS = {"insert": "c", "update": "u", "delete": "d"}
-#: (position, table name, layout or the reason there is none) of each TABLE_MAP layout seen, per table name.
-_MetadataLayouts = dict[tuple[str, str], list[tuple[Position, Layout | None]]]
-
-
-# -- the driver's walk -------------------------------------------------------------------------------------------
-def _handle(mode: ParseMode, error: CorruptDataError, what: str) -> None:
-    if mode is ParseMode.FAILFAST:
-        raise error
-    log.warning("%s: skipping a bad region (%s): %s", what, "a DDL statement may be missing", error)
-
-
-def _table_map_layout(table_map: TableMap) -> Layout | None:
-    try:
-        return Layout(tuple(spec_from_table_map(c) for c in table_map.columns))
-    except ValueMismatch:
-        return None
-
-
-def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogReadOptions,
-               table_maps: _MetadataLayouts | None) -> None:
-    """Replay every file's DDL into ``catalog`` (file ``n`` of ``files`` has positions ``(n, pos)``); with
-    ``table_maps``, also collect the layouts the TABLE_MAPs describe."""
-    mode = options.common.mode
-    # a table's TABLE_MAP is the same bytes before each of its rows events: decoded once
-    seen: dict[bytes, tuple[tuple[str, str], Layout | None]] = {}
-    # the walk steps over rows events by their headers (no CRC, no body): the tasks check those
-    wanted = frozenset(QUERY_TYPES) | (frozenset() if table_maps is None else {et.TABLE_MAP, et.TRANSACTION_PAYLOAD})
-
-    def table_map_at(body: bytes, position: Position, table_id_size: int, path: str, offset: int) -> None:
-        assert table_maps is not None
-        known = seen.get(body)
-        if known is None:
-            tm = decode_table_map(body, table_id_size=table_id_size, path=path, offset=offset)
-            known = seen[body] = ((tm.database, tm.table), _table_map_layout(tm))
-        name, layout = known
-        runs = table_maps.setdefault(name, [])
-        if not runs or runs[-1][1] != layout:
-            runs.append((position, layout))
-
-    for n, entry in enumerate(files):
-        path = display_name(entry.uri)
-        with open_input(entry.uri) as source:
-            try:
-                bf = BinlogFile(source, path, verify_checksums=options.common.verify_checksums)
-            except CorruptDataError as exc:
-                _handle(mode, exc, path)
-                continue
-            try:
-                table_id_size = 4 if bf.fde.post_header_len(et.TABLE_MAP, 8) == 6 else 6
-                query_post_header = bf.fde.post_header_len(et.QUERY, 13)
-                for item in bf.events(only=wanted):
-                    if isinstance(item, FramingError):
-                        _handle(mode, item.error, path)
-                        continue
-                    code = item.type_code
-                    try:
-                        if code in QUERY_TYPES:
-                            q = decode_query(item.body, compressed=code == et.MARIA_QUERY_COMPRESSED, path=path,
-                                             offset=item.pos + HEADER_LEN, post_header_len=query_post_header,
-                                             max_uncompressed=options.max_uncompressed)
-                            catalog.apply(q["query"], q["schema"], (n, item.pos))
-                        elif table_maps is not None and code == et.TABLE_MAP:
-                            table_map_at(bytes(item.body), (n, item.pos), table_id_size, path, item.pos)
-                        elif table_maps is not None and code == et.TRANSACTION_PAYLOAD:
-                            head = decode_payload_header(item.body, path=path, offset=item.pos + HEADER_LEN)
-                            payload = uncompress_payload(item.body, head, path=path, offset=item.pos + HEADER_LEN,
-                                                         max_size=options.max_uncompressed)
-                            for header, body in iter_payload_events(payload, path=path, offset=item.pos):
-                                if header[1] == et.TABLE_MAP:
-                                    table_map_at(bytes(body), (n, item.pos), table_id_size, path, item.pos)
-                    except CorruptDataError as exc:
-                        _handle(mode, exc, path)
-            finally:
-                bf.close()
 
 
 # -- naming one rows event ---------------------------------------------------------------------------------------
@@ -222,7 +145,7 @@ class TableView:
         if options.schema_from == "ddl":
             catalog = self._ddl_file(options.ddl_path or "", options.database)
         today = self._server_layout(options) if options.schema_from == "server" else None
-        table_maps: _MetadataLayouts | None = {} if options.schema_from == "metadata" else None
+        table_maps: MetadataLayouts | None = {} if options.schema_from == "metadata" else None
         scan_files(files, catalog, self.read_options, table_maps)
         name = f"{options.database}.{options.table}"
         history = catalog.resolve(options.database, options.table)
@@ -418,7 +341,7 @@ class TableView:
 def seq_file_number(path: str, index: int) -> int:
     """The file number of ``seq``: the binlog's numeric suffix (``mysql-bin.000042`` → 42); a file not named like a
     binlog: its index in the files read."""
-    number = binlog_number(path.rsplit("/", 1)[-1])[1]
+    number = binlog_number(base_name(path))[1]
     return number if number >= 0 else index
 
 

@@ -23,12 +23,14 @@ import pyarrow as pa
 
 from spark_logsource.arrow.columns import variant_field
 from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.framing import BadRange
 from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.logformat import Split
 from spark_logsource.mysql.binlog import event_types as et
-from spark_logsource.mysql.binlog.events import BinlogFile, FramingError
+from spark_logsource.mysql.binlog.events import BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode.event_bodies import decode_event_body
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.table.ddl import Position
 from spark_logsource.mysql.table.layout import Layout
@@ -238,13 +240,15 @@ class StateView(TableView):
                     continue
                 try:
                     for item in bf.events(only=et.GTID_TYPES):
-                        if isinstance(item, FramingError):
+                        if isinstance(item, BadRange):
                             _bad_region(mode, item.error)
                             continue
-                        data = decode_event_body(item.type_code, bytes(item.body), fde=bf.fde,
-                                                 server_id=item.server_id, log_pos=item.log_pos, path=path,
-                                                 offset=item.pos + HEADER_LEN,
-                                                 max_uncompressed=self.read_options.max_uncompressed)
+                        try:
+                            data = decode_event_body(item.type_code, bytes(item.body), fde=bf.fde,
+                                                     server_id=item.server_id, log_pos=item.log_pos,
+                                                     max_uncompressed=self.read_options.max_uncompressed)
+                        except BinlogDecodeError as exc:
+                            raise exc.at(path, item.pos + HEADER_LEN) from None
                         when = dt.datetime.fromtimestamp(item.timestamp, dt.UTC)
                         yield (n, item.pos), data.get("gtid"), when
                 finally:

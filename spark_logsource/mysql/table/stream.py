@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from spark_logsource.errors import CorruptDataError, OptionError
-from spark_logsource.io.fs import display_name, open_input
+from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
@@ -65,7 +65,7 @@ def tail_follower(fmt: MysqlBinlogFormat, source: str) -> TableFollower:
     view = fmt.table_view()
     numbers = [0] * len(view.file_numbers)
     for uri, n in view.file_numbers.items():
-        numbers[n] = binlog_number(display_name(uri).rsplit("/", 1)[-1])[1]
+        numbers[n] = binlog_number(base_name(uri))[1]
     return TableFollower(view, renumber(view.history, numbers), source)
 
 
