@@ -42,7 +42,7 @@ from spark_logsource.net import Secret
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.dirtail import past_end
 from spark_logsource.streaming.retry import RECONNECT_OPTION, parse_reconnect
-from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget
+from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, compare_positions
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.table.rows import TableView
@@ -333,8 +333,7 @@ class ReplicationStream(LogStream):
         return self.options.budget()
 
     def compare_offsets(self, a: Offset, b: Offset) -> int:
-        ka, kb = BinlogPosition.from_offset(a).sort_key(), BinlogPosition.from_offset(b).sort_key()
-        return (ka > kb) - (ka < kb)
+        return compare_positions(BinlogPosition, a, b)
 
     def _resolve(self, cur: BinlogPosition, logs: list[tuple[str, int]]) -> BinlogPosition:
         names = [name for name, _size in logs]
