@@ -44,7 +44,7 @@ kernels = [
     _kernel("tarantool._kernel", "_native", "tarantool", parts=("values", "maps", "rows", "builder")),
     _kernel("tarantool._frames"),
     _kernel("memcached._kernel", "_native", "memcached"),
-    _kernel("mysql._kernel", "_native", "mysql", parts=("values", "plans", "images", "typed", "runs")),
+    _kernel("mysql._kernel", "_native", "mysql", parts=("values", "plans", "images", "typed", "runs", "text")),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 

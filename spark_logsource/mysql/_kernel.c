@@ -1,6 +1,6 @@
 /*
  * spark_logsource.mysql._kernel: the compiled twin of spark_logsource.mysql.encode.images.encode_rows_event_py, and
- * of view=table's conversion of the decoded values into typed columns (typed_kernel.py; _typed.h).
+ * of view=table's conversion of the decoded values into typed columns (table/kernel.py; _typed.h).
  *
  *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
  *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
@@ -19,7 +19,7 @@
  * then the values of the present non-NULL columns. Each image becomes either compact JSON text (the text
  * spark_logsource.arrow.jsontext.to_json gives the row dict of rows.py) or a Spark Variant value (the bytes
  * spark_logsource.arrow.variant.encode_variant gives it; the metadata, which only depends on the image's key set, is
- * computed once per plan by encode_variant itself in rows_encode.py).
+ * computed once per plan by encode_variant itself in encode/images.py).
  *
  * One concern per file (_kernel.h names them): this one is the module, its exception classes and the errors every
  * part raises.
@@ -80,21 +80,21 @@ int mk_nomem(void)
 static PyMethodDef methods[] = {
     {"compile_plan", mk_compile_plan, METH_VARARGS,
      "compile_plan(specs, order, metadata, json_keys) -> plan\n\nThe compiled description of one row-image shape "
-     "(see rows_encode._plan)."},
+     "(see encode/images.py _plan)."},
     {"encode_rows", mk_encode_rows, METH_VARARGS,
      "encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)"
-     "\n\nEncode the row images of one rows event (see rows_encode.encode_rows_event_c)."},
+     "\n\nEncode the row images of one rows event (see encode/images.py encode_rows_event_c)."},
     {"encode_rows_run", mk_encode_rows_run, METH_VARARGS,
      "encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, "
      "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, "
      "as_json, path, label, max_rows, max_bytes) -> (events, nrows, first, second)\n\nEncode a run of rows events "
-     "of one table and shape (see rows_run.py), as typed columns when typed is not None (see typed_kernel.py)."},
+     "of one table and shape (see encode/runs.py), as typed columns when typed is not None (see table/kernel.py)."},
     {"compile_typed", mk_compile_typed, METH_VARARGS,
      "compile_typed(convs) -> typed\n\nThe conversions of one image shape's present columns to view=table's typed "
-     "columns (see typed_kernel.py)."},
+     "columns (see table/kernel.py)."},
     {"typed_rows", mk_typed_rows, METH_VARARGS,
      "typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label) -> (n, "
-     "first, second) or None\n\nThe row images of one rows event as typed columns (see typed_kernel.py)."},
+     "first, second) or None\n\nThe row images of one rows event as typed columns (see table/kernel.py)."},
     {"json_variant", mk_json_variant, METH_VARARGS,
      "json_variant(text) -> (value, metadata) or None\n\nThe Variant of a JSON text as view=table's JSON columns "
      "get it; None where the Python reference decides (see _json_variant.h)."},
@@ -111,12 +111,22 @@ static PyMethodDef methods[] = {
     {"set_crc32_folding", mk_set_crc32_folding, METH_O,
      "set_crc32_folding(on) -> bool\n\nFold where the processor can (True) or never (False: the run walk calls "
      "zlib.crc32 back); returns crc32_folds()."},
+    {"text_columns", mk_text_columns, METH_VARARGS,
+     "text_columns(kinds, label) -> cols\n\nColumn builders of the snapshot's bulk SELECT reader (see "
+     "snapshot/fast.py)."},
+    {"text_feed", mk_text_feed, METH_VARARGS,
+     "text_feed(cols, data, parse) -> (consumed, status)\n\nThe whole row packets of a block, into the columns "
+     "(see _kernel_text.c)."},
+    {"text_declined", mk_text_declined, METH_O,
+     "text_declined(cols) -> None or (row, column)\n\nThe first value the reader left to the Python path."},
+    {"text_take", mk_text_take, METH_O,
+     "text_take(cols) -> (nrows, parts)\n\nThe columns so far as Arrow column parts; the builders start again."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "spark_logsource.mysql._kernel",
-    "Compiled MySQL/MariaDB row images -> Variant / JSON (twin of rows_encode.encode_rows_event_py).", -1, methods,
+    "Compiled MySQL/MariaDB row images -> Variant / JSON (twin of encode/images.py encode_rows_event_py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -134,7 +144,7 @@ PyMODINIT_FUNC PyInit__kernel(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    /* The plan compiler in rows_encode.py speaks these numbers: export them so a test can compare. */
+    /* The plan compiler in encode/images.py speaks these numbers: export them so a test can compare. */
     static const struct { const char *name; int value; } constants[] = {
         {"K_NULL", K_NULL}, {"K_INT", K_INT}, {"K_FLOAT", K_FLOAT}, {"K_DOUBLE", K_DOUBLE},
         {"K_DECIMAL", K_DECIMAL}, {"K_DATE", K_DATE}, {"K_YEAR", K_YEAR}, {"K_DATETIME2", K_DATETIME2},

@@ -7,6 +7,7 @@
  *   _kernel_images.c  encode_rows: the row images of one rows event -> Arrow column parts (Variant / JSON)
  *   _kernel_typed.c   compile_typed / typed_rows / json_variant(s): view=table's typed columns (_typed.h)
  *   _kernel_runs.c    rows_head, encode_rows_run: a run of rows events in one call; crc32
+ *   _kernel_text.c    text_columns / text_feed / text_take: the snapshot's SELECT rows -> Arrow column parts
  *
  * The functions one part gives another are named mk_*; everything else stays static in its file. The hot loop of
  * a value (its decoders and emitters) is in one file, so the compiler inlines across it as before the split.
@@ -22,7 +23,7 @@
 #include "../_native/_buf.h"
 #include "../_native/_encode.h"
 
-/* Value kinds and charset kinds: the K_* / CS_* constants of rows_encode.py. */
+/* Value kinds and charset kinds: the K_* / CS_* constants of encode/images.py. */
 enum mk_kind {
     K_NULL, K_INT, K_FLOAT, K_DOUBLE, K_DECIMAL, K_DATE, K_YEAR, K_DATETIME2, K_TIMESTAMP2, K_TIME2,
     K_TIMESTAMP_OLD, K_DATETIME_OLD, K_TIME_OLD, K_TEXT, K_ENUM, K_SET, K_BIT, K_NKINDS
@@ -35,7 +36,7 @@ enum { OP_INSERT, OP_UPDATE, OP_DELETE };
 /* One present column of an image. */
 typedef struct {
     int kind;
-    int a, b, c;          /* kind arguments (see rows_encode._column_spec) */
+    int a, b, c;          /* kind arguments (see encode/images.py _column_spec) */
     int row_start_trunc;  /* truncation reported at the row's start (Python's struct/indexing error) */
     const char *what;     /* name in truncation messages (owned by the plan's blob) */
     size_t nnames;        /* ENUM / SET names: offsets into the blob */
@@ -76,7 +77,7 @@ typedef struct {
 
 enum { MK_OK = 0, MK_ERR = -1 };
 
-/* One side's output as Arrow column parts (rows_encode.ImageColumn): the int32 end offset of each image and the
+/* One side's output as Arrow column parts (encode/images.py ImageColumn): the int32 end offset of each image and the
  * images back to back (Variant values or UTF-8 JSON text); for Variant also each image's metadata, the same way.
  * No Python object per row: the event's images leave as four bytes objects. */
 typedef struct {
@@ -172,5 +173,12 @@ PyObject *mk_crc32(PyObject *self, PyObject *args);
 PyObject *mk_crc32_folds(PyObject *self, PyObject *unused);
 PyObject *mk_set_crc32_folding(PyObject *self, PyObject *on);
 void mk_crc32_init(void);
+
+/* ---- _kernel_text.c ---- */
+
+PyObject *mk_text_columns(PyObject *self, PyObject *args);
+PyObject *mk_text_feed(PyObject *self, PyObject *args);
+PyObject *mk_text_declined(PyObject *self, PyObject *capsule);
+PyObject *mk_text_take(PyObject *self, PyObject *capsule);
 
 #endif

@@ -1,5 +1,5 @@
 """Compiled twin of :func:`spark_logsource.mysql.encode.images.encode_rows_event_py` and of view=table's typed
-conversion (``_kernel.c``, ``_typed.h``; see ``typed_kernel.py``)."""
+conversion (``_kernel.c``, ``_typed.h``; see ``table/kernel.py``)."""
 
 from typing import Any
 
@@ -52,14 +52,14 @@ T_RAW: int
 T_VARIANT: int
 
 def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, json_keys: Any) -> object:
-    """The compiled description of one row-image shape (see ``rows_encode._plan``)."""
+    """The compiled description of one row-image shape (see ``encode/images.py`` ``_plan``)."""
 
 _Side = tuple[bytes, bytes, bytes | None, bytes | None]
 
 def encode_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, op: int, as_json: bool,
                 path: str | None, data_base: int, in_block: bool, label: str) -> tuple[int, _Side, _Side | None]:
     """Encode the row images of one rows event: ``(n, first, second)``, each side ``(ends, data, meta_ends, meta)``
-    (Arrow column parts, see ``rows_encode.ImageColumn``); ``second`` is None unless the event is an UPDATE."""
+    (Arrow column parts, see ``encode/images.py`` ``ImageColumn``); ``second`` is None unless the event is an UPDATE."""
 
 def rows_head(body: bytes | memoryview, table_id_size: int, post_header_len: int, v2: bool,
               update: bool) -> tuple[int, int, int, int, int, int] | None:
@@ -71,7 +71,7 @@ def encode_rows_run(buf: bytes, start: int, limit: int, base: int, stop: int, cr
                     ncols: int, present: int, present_after: int, plan: object, plan_after: object,
                     typed: object | None, typed_after: object | None, op: int, as_json: bool, path: str | None,
                     label: str, max_rows: int, max_bytes: int) -> tuple[bytes, int, Any, Any]:
-    """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``rows_run.py``):
+    """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``encode/runs.py``):
     ``(events, n, first, second)``, ``events`` packing five little-endian int64 per event (offset, next offset,
     timestamp, server id, rows), the sides as in :func:`encode_rows`, or as in :func:`typed_rows` when ``typed`` /
     ``typed_after`` are conversions (:func:`compile_typed`); ``events`` is empty when not even the first event could
@@ -81,7 +81,7 @@ _Column = tuple[bytes, bytes, bytes | None]
 
 def compile_typed(convs: list[tuple[int, int, int, int, int, int, int]]) -> object:
     """The conversions of one image shape's present columns, ``(source, target, unsigned, bits, precision, scale,
-    width)`` each (see ``typed_kernel.conversion``)."""
+    width)`` each (see ``table/kernel.py`` ``conversion``)."""
 
 def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, typed: object,
                typed_after: object, op: int, path: str | None, data_base: int, in_block: bool,
@@ -107,3 +107,17 @@ def crc32_folds() -> bool:
 
 def set_crc32_folding(on: bool) -> bool:
     """Fold where the processor can (True), or never (False: the ``zlib.crc32`` path); returns :func:`crc32_folds`."""
+
+def text_columns(kinds: tuple[tuple[int, int, int, int], ...], label: str) -> object:
+    """Column builders of the snapshot's bulk SELECT reader, ``(kind, a, b, c)`` per column (the ``TX_*`` kinds of
+    ``snapshot/fast.py``); ``label`` names the server and table in errors."""
+
+def text_feed(cols: object, data: bytes | bytearray | memoryview, parse: bool) -> tuple[int, int]:
+    """``(consumed, status)``: the whole row packets of ``data`` split (and parsed into ``cols`` when ``parse``);
+    status 0 = more to come, 1 = the result's EOF packet consumed, 2 = an ERR packet starts at ``consumed``."""
+
+def text_declined(cols: object) -> tuple[int, int] | None:
+    """``(row, column)`` of the first value left to the Python path, or None."""
+
+def text_take(cols: object) -> tuple[int, list[tuple[int, bytes | None, bytes, bytes | None]]]:
+    """``(nrows, parts)``: per column ``(nulls, validity, data, offsets)`` (Arrow buffers); the builders restart."""

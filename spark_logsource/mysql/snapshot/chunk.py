@@ -5,7 +5,8 @@ The task opens its own consistent snapshot, whose binlog position P is T or late
 values). It then rolls the rows back from P to T: the table's changes in ``[T, P)`` (:mod:`.window`) are undone
 in reverse order, for the keys inside the chunk — an insert removes its row, a delete puts its before-image back,
 an update removes its after-image and puts its before-image back. Whenever the task runs, the result is the chunk
-as of T; rows are given in key order, so a re-run gives the same rows with the same ``seq``.
+as of T; rows are given in key order, so a re-run gives the same rows with the same ``seq``. With the kernel built,
+the rows are read and rolled back by the compiled path (:mod:`.fast`), the twin of the Python one here.
 ``docs/formats/mysql-snapshot.md`` describes the method and the columns.
 """
 
@@ -19,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+import spark_logsource.mysql.snapshot.fast as fast
+from spark_logsource.arrow.columns import array_from_parts
 from spark_logsource.errors import CorruptDataError, SourceError
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.mysql.snapshot.plan import Chunk, SnapshotPlan
@@ -164,15 +167,16 @@ def read_chunk(settings: ConnectionSettings, plan: SnapshotPlan, chunk: Chunk, *
     order = (" ORDER BY " + ", ".join(quote(plan.columns[i].spec.name) for i in plan.key)) if plan.key else ""
     target = quote(plan.database) + "." + quote(plan.table)
     sql = f"SELECT {', '.join(select_expression(c) for c in plan.columns)} FROM {target}{where}{order}"
+    out = _Output(settings, plan, chunk, columns, schema, mode, corrupt_column)
     with open_session(settings, plan.name) as session:
         file, pos = session.snapshot_position()
         if (binlog_number(file)[1], pos) < (plan.file_number, plan.pos):
             raise SourceError(settings.source, f"{file}:{pos}", f"chunk {chunk.index} of {plan.name}: the server's "
                                                                 f"snapshot position is before the plan's "
                                                                 f"{plan.position} (its binlogs were reset?)")
-        for raw in session.stream(sql, *params, doing=f"reading chunk {chunk.index}"):
-            rows.add(tuple(None if v is None else d(v) for d, v in zip(decoders, raw, strict=True)))
-        session.query("COMMIT")
+        # the window first (the read view is fixed already): the compiled path needs to know what it undoes
+        changes: list[Change] = []
+        inside: Callable[[Row], bool] = lambda _key: True  # noqa: E731 - no window, or one chunk holds the table
         if (file, pos) != (plan.file, plan.pos):
             changes = read_window(settings, plan, chunk, (file, pos),
                                   server_id if server_id is not None else plan.server_id_base + chunk.index,
@@ -180,18 +184,53 @@ def read_chunk(settings: ConnectionSettings, plan: SnapshotPlan, chunk: Chunk, *
             if plan.key:
                 touched = {rows.key_of(r) for change in changes for r in change if r is not None}
                 inside = _membership(session, plan, chunk, touched)
-            else:
-                inside = lambda _key: True  # noqa: E731 - one chunk holds the whole table
+        table = _fast_table(session, plan, chunk, out, sql, params, changes, inside)
+        if table is None:
+            for raw in session.stream(sql, *params, doing=f"reading chunk {chunk.index}"):
+                rows.add(tuple(None if v is None else d(v) for d, v in zip(decoders, raw, strict=True)))
             rows.undo(changes, inside)
-    ordered = rows.ordered()
-    if len(ordered) >= 1 << ROW_BITS:
-        raise SourceError(settings.source, plan.position, f"chunk {chunk.index} of {plan.name} has {len(ordered)} "
+        session.query("COMMIT")
+    count = table.num_rows if table is not None else len(rows.by_key) + sum(rows.bag.values())
+    if count >= 1 << ROW_BITS:
+        raise SourceError(settings.source, plan.position, f"chunk {chunk.index} of {plan.name} has {count} "
                                                           f"rows, more than {1 << ROW_BITS}: plan more chunks")
     log.info("%s: chunk %d of %s: %d row(s) as of %s (read at %s:%d)", settings.source, chunk.index, plan.name,
-             len(ordered), plan.position, file, pos)
-    out = _Output(settings, plan, chunk, columns, schema, mode, corrupt_column)
+             count, plan.position, file, pos)
+    if table is not None:
+        for start in range(0, count, batch_size):
+            yield out.fast_batch(table.slice(start, batch_size), start)
+        return
+    ordered = rows.ordered()
     for start in range(0, len(ordered), batch_size):
         yield out.batch(ordered[start:start + batch_size], start)
+
+
+def _fast_table(session: Session, plan: SnapshotPlan, chunk: Chunk, out: _Output, sql: str, params: list[Any],
+                changes: list[Change], inside: Callable[[Row], bool]) -> pa.Table | None:
+    """The chunk as of T by the compiled path (:mod:`.fast`), its ``after`` columns in key order; None when the
+    Python path must read it (no kernel, no primary key, or a column or value the kernel leaves to Python)."""
+    k = fast.kernel()
+    if k is None or not plan.key:
+        return None
+    try:
+        kinds = fast.text_kinds(plan.columns, [t for _name, t in out.view])
+        net = _Rows(plan.key)  # the undo's net effect: the last change of each key decides it, whatever the chunk
+        net.undo(changes, inside)
+        touched = {net.key_of(r) for change in changes for r in change if r is not None}
+        key_cells = [out.cells[i][1] for i in plan.key]
+        try:
+            removed = [tuple(f(v) for f, v in zip(key_cells, key, strict=True)) for key in touched if inside(key)]
+            restored = out.table([net.by_key[key] for key in sorted(net.by_key)]) if net.by_key else None
+        except ValueMismatch as exc:
+            raise fast.Declined(f"a row of the binlog window: {exc}") from None
+        nrows, parts = fast.read_columns(session, k, kinds, sql, params, f"reading chunk {chunk.index}")
+    except fast.Declined as exc:
+        log.info("%s: chunk %d of %s is read by the Python path: %s", session.settings.source, chunk.index,
+                 plan.name, exc)
+        return None
+    table = out.columns_table(nrows, parts)
+    names = [out.cells[i][0] for i in plan.key]
+    return fast.roll_back(table, names, restored, removed, fast.ordered_by_server(plan.columns, plan.key))
 
 
 class _Output:
@@ -208,13 +247,61 @@ class _Output:
         self.where = f"{settings.source}/{plan.file}"
         types = {name.lower(): (name, t) for name, t in columns}
         self.cells: list[tuple[str, Callable[[Any], Any]]] = []
+        self.view: list[tuple[str, pa.DataType | str]] = []
         for spec in plan.layout.columns:
             if spec.key not in types:
                 raise SourceError(settings.source, plan.position, f"{plan.name}: column {spec.name!r} is not in the "
                                                                   "view's columns")
             name, column_type = types[spec.key]
             self.cells.append((name, cell_converter(spec, column_type)))
+            self.view.append((name, column_type))
         self.base = plan.file_number * 2**64 + plan.pos * 2**32 + (chunk.index << ROW_BITS)
+        self.after = schema.field("after") if "after" in schema.names else pa.field("after", struct_type(columns))
+
+    # -- the compiled path's tables (fast.py): the after struct's fields as columns --------------------------------
+    def columns_table(self, n: int, parts: list[tuple[int, Any, Any, Any]]) -> pa.Table:
+        """The kernel's column parts (layout order) as a table of the after struct's fields."""
+        index = {name: i for i, (name, _convert) in enumerate(self.cells)}
+        arrays = []
+        for f in self.after.type:
+            i = index.get(f.name)
+            if i is None:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            nulls, validity, data, offsets = parts[i]
+            buffers = (nulls, None if validity is None else pa.py_buffer(validity), pa.py_buffer(data),
+                       None if offsets is None else pa.py_buffer(offsets))
+            arrays.append(array_from_parts(f.type, n, buffers))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(list(self.after.type)))
+
+    def table(self, rows: list[Row]) -> pa.Table:
+        """Decoded rows as a table of the after struct's fields (ValueMismatch: a value the view cannot hold)."""
+        cells = [self._cells(row) for row in rows]
+        return pa.Table.from_arrays([pa.array([c.get(f.name) for c in cells], f.type) for f in self.after.type],
+                                    schema=pa.schema(list(self.after.type)))
+
+    def fast_batch(self, table: pa.Table, first: int) -> pa.RecordBatch:
+        """A batch of the schema from the compiled path's rows (no error rows: the kernel declines those)."""
+        n = table.num_rows
+        table = table.combine_chunks()
+        plan = self.plan
+        arrays: list[pa.Array] = []
+        for field in self.schema:
+            if field.name == "op":
+                arrays.append(pa.repeat(pa.scalar("r", pa.string()), n))
+            elif field.name == "after":
+                children = [table.column(i).chunk(0) if table.column(i).num_chunks else pa.nulls(0, f.type)
+                            for i, f in enumerate(field.type)]
+                arrays.append(pa.StructArray.from_arrays(children, fields=list(field.type)))
+            elif field.name == "source":
+                values = {"file": plan.file, "pos": plan.pos, "server_id": plan.server_id, "gtid": plan.gtid,
+                          "database": plan.database, "table": plan.table}
+                arrays.append(fast.source_array(field, values, first, n))
+            elif field.name == "seq":
+                arrays.append(fast.seq_array(field.type, self.base, first, n))
+            else:  # before, the corrupt-record column
+                arrays.append(pa.nulls(n, field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _cells(self, row: Row) -> dict[str, Any]:
         return {name: None if v is None else convert(v) for (name, convert), v in zip(self.cells, row, strict=True)}

@@ -27,10 +27,11 @@ from spark_logsource.mysql.decode.values import make_date, make_datetime
 from spark_logsource.mysql.snapshot.session import quote
 from spark_logsource.mysql.table.layout import ColumnSpec
 
-__all__ = ["Column", "decoder", "select_expression"]
+__all__ = ["STORED_AS_BYTES", "Column", "decoder", "select_expression"]
 
 #: MariaDB's data types stored as fixed bytes that the server prints as text.
-_STORED_AS_BYTES = frozenset({"inet4", "inet6", "uuid"})
+STORED_AS_BYTES = frozenset({"inet4", "inet6", "uuid"})
+_STORED_AS_BYTES = STORED_AS_BYTES
 
 
 @dataclass(frozen=True, slots=True)
