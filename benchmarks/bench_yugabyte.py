@@ -103,6 +103,7 @@ def arrow(directory: Path, view: str) -> tuple[float, int]:
 
 def spark(directory: Path, view: str) -> tuple[float, int]:
     from pyspark.sql import SparkSession
+
     from spark_logsource.spark.sources import data_source
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

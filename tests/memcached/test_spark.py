@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 from spark_logsource.spark.sources import data_source
-
 from tests.memcached.replay import ReplayServer, load_recording
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "memcached-tap"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from chispa import assert_df_equality
-from spark_logsource.spark.sources import data_source
 
+from spark_logsource.spark.sources import data_source
 from tests.support.spark import filter_pushdown
 from tests.yugabyte.conftest import Expected
 
