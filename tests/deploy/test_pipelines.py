@@ -52,11 +52,11 @@ class Pipeline:
         config["storage"] = (root / "storage").as_uri()
         settings = config["configuration"]
         assert not [k for k in settings if "password" in k.lower()], "the password comes from the environment"
-        settings["spark_logsource.pipeline.uri"] = server.uri
-        settings["spark_logsource.pipeline.table"] = PIPELINE_TABLE
-        settings["spark_logsource.pipeline.startingPosition"] = "earliest"
-        settings["spark_logsource.pipeline.autoCdc"] = "true" if auto_cdc else "false"
-        settings["spark_logsource.pipeline.targetFormat"] = target_format
+        settings["spark-logsource.pipeline.uri"] = server.uri
+        settings["spark-logsource.pipeline.table"] = PIPELINE_TABLE
+        settings["spark-logsource.pipeline.startingPosition"] = "earliest"
+        settings["spark-logsource.pipeline.autoCdc"] = "true" if auto_cdc else "false"
+        settings["spark-logsource.pipeline.targetFormat"] = target_format
         spec.write_text(yaml.safe_dump(config))
         self.spec = spec
 

@@ -1,6 +1,6 @@
 """One MySQL / MariaDB table's changes, appended as they come, and a copy of the table kept by AUTO CDC.
 
-The settings come from the pipeline's ``configuration`` (``spark_logsource.pipeline.*`` in spark-pipeline.yml); the
+The settings come from the pipeline's ``configuration`` (``spark-logsource.pipeline.*`` in spark-pipeline.yml); the
 password from the environment variable ``MYSQL_CDC_PASSWORD``, so it is in no file. The formats need no
 ``register()``: Spark finds the installed ``pyspark_*`` modules of spark-logsource itself.
 
@@ -8,7 +8,7 @@ password from the environment variable ``MYSQL_CDC_PASSWORD``, so it is in no fi
   ``after``, ``source``, ``seq``; docs/formats/mysql-typed.md);
 - ``flat_changes``: a view of them laid out flat (``op``, ``seq``, the table's columns), truncates left out;
 - ``replica``: the table itself, kept by ``create_auto_cdc_flow`` (key and ``seq`` as the order), when
-  ``spark_logsource.pipeline.autoCdc`` is true.
+  ``spark-logsource.pipeline.autoCdc`` is true.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pyspark.sql.functions import expr
 from spark_logsource.cdc import flat_view
 from spark_logsource.errors import OptionError
 
-PREFIX = "spark_logsource.pipeline."
+PREFIX = "spark-logsource.pipeline."
 PASSWORD_VARIABLE = "MYSQL_CDC_PASSWORD"
 
 spark = SparkSession.active()

@@ -10,7 +10,8 @@ in ``docs/tarantool-cdc.md``; the semantics in ``docs/formats/tarantool-typed.md
 
 Guards: a change whose ``seq`` is at or below ``applied_seq`` (the table's high-water mark: every change up to it is
 in the table) or at or below the ``seq`` stored with the row it changes is skipped, so a batch applied twice changes
-nothing the second time.
+nothing the second time. A snapshot's tuples all share the snapshot's ``seq``: the mark skips them only below it (a
+snapshot read in several batches leaves the mark there after the first), the row guard skips those stored already.
 """
 
 from __future__ import annotations
@@ -211,10 +212,13 @@ def apply_changes(spec: SpaceSpec, changes: pa.Table | pa.RecordBatch, current: 
             _refuse(result, strict, f"lsn {row.get('lsn')}: {bad or 'no seq'}")
             continue
         result.last_seq = seq if result.last_seq is None else max(result.last_seq, seq)
-        if applied_seq is not None and seq <= applied_seq:
+        op = row["op"]
+        # every tuple of a snapshot has the snapshot's seq, and a snapshot read in several micro-batches leaves the
+        # mark at that seq after the first: its tuples are skipped only below the mark (the row guard below skips
+        # a tuple stored already, so a snapshot batch applied twice still changes nothing)
+        if applied_seq is not None and (seq < applied_seq if op == SNAPSHOT_OP else seq <= applied_seq):
             result.skipped += 1
             continue
-        op = row["op"]
         if op == SNAPSHOT_OP:  # a tuple a snapshot holds (a stream started at a snapshot): stored as it is
             op = "REPLACE"
         if op == "TRUNCATE":
