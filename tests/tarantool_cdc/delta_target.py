@@ -41,14 +41,14 @@ def apply_batch(path: Path, spec: SpaceSpec, changes: pa.Table) -> Applied:
     target = DeltaTable(str(path))
     done = target.transaction_version(APP_ID)
     result = apply_changes(spec, changes, fetch_touched(target, spec, changes), done)
-    if result.last_seq is None or (done is not None and result.last_seq <= done):
-        return result  # nothing new: a batch applied before
-    upserts = result.upserts.append_column("_delete", pa.array([False] * result.upserts.num_rows))
+    if result.last_seq is None or not result.applied:
+        return result  # nothing new: a batch applied before (the tuples of a snapshot share one seq: docs)
+    upserts = result.upserts.append_column("_delete", pa.array([False] * result.upserts.num_rows, pa.bool_()))
     deletes = result.deletes
     for f in upserts.schema:
         if f.name not in deletes.column_names:
             deletes = deletes.append_column(f, pa.nulls(deletes.num_rows, f.type) if f.name != "_delete"
-                                            else pa.array([True] * deletes.num_rows))
+                                            else pa.array([True] * deletes.num_rows, pa.bool_()))
     source = pa.concat_tables([upserts, deletes.select(upserts.column_names)])
     on = " AND ".join(f"t.{_q(k)} = s.{_q(k)}" for k in spec.key_columns)
     assign = {_q(c): f"s.{_q(c)}" for c in spec.schema().names}
