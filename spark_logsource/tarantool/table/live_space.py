@@ -196,12 +196,25 @@ class LiveSpaceStream(LiveStream):
         return [LiveSpaceSlice(s, versions) for s in inner]
 
     def _seen(self, start: Offset, end: Offset) -> list[_Seen]:
-        """The rows of the range read on the driver: those of the catalog, the space and ``_truncate``."""
+        """The rows of the range read on the driver: those of the catalog, the space and ``_truncate``.
+
+        ``plan`` asks for the range ``latest_offset`` just read (unless a format change cut it): the log does not
+        change below a vclock already read, so that read is answered again from memory, not from the server.
+        """
+        key = (offset_json(start), offset_json(end))
+        cached = getattr(self, "_seen_range", None)
+        if cached is not None and cached[0] == key:
+            return list(cached[1])
         slices = super().plan(start, end)
         out: list[_Seen] = []
         for s in slices:
             out.extend(self._rows(super().read_slice(s), s, (SPACE_SPACE, INDEX_SPACE)))
-        return out
+        self._seen_range: tuple[tuple[str, str], list[_Seen]] | None = (key, out)
+        return list(out)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # executors get a pickled copy: the driver's last read of a range stays on the driver
+        return {k: v for k, v in self.__dict__.items() if k != "_seen_range"}
 
     def _touches(self, row: LogRow) -> bool:
         target = row.tuple if isinstance(row.tuple, list) else row.key
