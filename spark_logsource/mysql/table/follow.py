@@ -26,6 +26,7 @@ from spark_logsource.errors import OptionError, SchemaChangeError
 from spark_logsource.mysql.position import BinlogPosition, binlog_number
 from spark_logsource.mysql.table.ddl import DDL_FILE, Catalog, TableHistory, Version
 from spark_logsource.mysql.table.layout import VARIANT, ColumnSpec, Layout, arrow_type, widen
+from spark_logsource.mysql.table.statements import without_prefix
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.table.rows import TableView
@@ -154,7 +155,7 @@ def file_number(file: str) -> int:
 
 def is_ddl_text(query: str) -> bool:
     """Whether a statement may change a table's layout or content as a whole (what the driver must look at)."""
-    return bool(_DDL_RE.match(query))
+    return bool(_DDL_RE.match(without_prefix(query)))
 
 
 _DDL_RE = re.compile(r"\s*(?:/\*.*?\*/\s*)*(CREATE|ALTER|RENAME|DROP|TRUNCATE)\b", re.IGNORECASE | re.DOTALL)

@@ -8,6 +8,7 @@ layout unknown, with the reason).
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import sqlglot
@@ -274,6 +275,18 @@ def _fields(spec: ColumnSpec) -> dict[str, Any]:
 
 
 # -- statements ------------------------------------------------------------------------------------------------
+#: Leading comments, and MariaDB's ``SET STATEMENT var = value [, ...] FOR`` prefix, which the server logs with the
+#: statement it applies to: what comes after them is the statement a replay reads.
+_PREFIX_RE = re.compile(r"\A(?:\s+|/\*(?!!).*?\*/|--[^\n]*(?:\n|\Z)|#[^\n]*(?:\n|\Z))*"
+                        r"(?:SET\s+STATEMENT\s+.*?\s+FOR\s+(?=(?:CREATE|ALTER|RENAME|DROP|TRUNCATE)\b))?",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def without_prefix(sql: str) -> str:
+    """``sql`` without its leading comments and ``SET STATEMENT ... FOR`` prefix (``docs/formats/mysql-typed.md``)."""
+    return sql[_PREFIX_RE.match(sql).end():]  # type: ignore[union-attr]  # the pattern matches every string
+
+
 def _first_word(sql: str) -> str:
     text = sql.lstrip()
     while text.startswith("/*") and not text.startswith("/*!"):
@@ -326,6 +339,7 @@ def table_names(tokens: list[Any], default_db: str | None) -> list[tuple[str, st
 
 def parse_statement(sql: str) -> exp.Expr | None:
     """The parsed DDL statement, None when it is not one the replay looks at (DML, BEGIN, SET, ...)."""
+    sql = without_prefix(sql)
     word = _first_word(sql)
     if word not in _DDL_WORDS:
         return None
@@ -348,6 +362,7 @@ def parse_statement(sql: str) -> exp.Expr | None:
 
 def truncated_table(sql: str, default_db: str | None) -> tuple[str, str] | None:
     """The table a ``TRUNCATE [TABLE] name`` statement empties (None: another statement, or a name not read)."""
+    sql = without_prefix(sql)
     if _first_word(sql) != "TRUNCATE":
         return None
     tokens = tokenize(sql)
