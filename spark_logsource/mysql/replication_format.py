@@ -32,12 +32,9 @@ from spark_logsource.mysql.position import FILE_START, BinlogPosition, binlog_nu
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
-from spark_logsource.mysql.snapshot.stream import SnapshotStream, parse_snapshot_options, take_snapshot_start
 from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient, parse_uri
-from spark_logsource.mysql.table.ddl import TableHistory, Version
-from spark_logsource.mysql.table.follow import DdlStatement, TableFollower, TableSlice
 from spark_logsource.mysql.table.options import TableOptions, parse_table_options
-from spark_logsource.mysql.table.stream import live_statements, live_table_view, machine_type, table_writer
+from spark_logsource.mysql.table.slices import DdlStatement, TableSlice
 from spark_logsource.net import Secret
 from spark_logsource.options import OptionMap
 from spark_logsource.streaming.dirtail import past_end
@@ -45,6 +42,8 @@ from spark_logsource.streaming.retry import RECONNECT_OPTION, parse_reconnect
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, compare_positions
 
 if TYPE_CHECKING:
+    from spark_logsource.mysql.table.ddl import TableHistory, Version
+    from spark_logsource.mysql.table.follow import TableFollower
     from spark_logsource.mysql.table.rows import TableView
 
 __all__ = ["LiveSlice", "MysqlReplicationFormat", "ReplicationStream", "read_live_slice"]
@@ -162,6 +161,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         return False  # a server, never a file
 
     def __init__(self, options: Any = None) -> None:
+        from spark_logsource.mysql.snapshot.stream import take_snapshot_start  # the SQL parser: not at import
+
         opts = dict(options or {})
         self.snapshot_start = take_snapshot_start(opts)  # startingPosition=snapshot: mysql/snapshot/stream.py
         if not any(opts.get(k) for k in opts if k.lower() in ("path", "paths")):
@@ -212,6 +213,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
                 raise OptionError(name, "applies to binlog files; a live server's range is startingPosition / "
                                         "endingPosition")
         self.live_options = self.read_options
+        from spark_logsource.mysql.snapshot.stream import parse_snapshot_options
+
         self.snapshot = parse_snapshot_options(opts, self.snapshot_start, self.view)
 
     def extra_allowed_options(self) -> Iterable[str]:
@@ -226,6 +229,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
     def table_view(self) -> TableView:
         """The ``view=table`` reader of the server (:func:`~spark_logsource.mysql.table.stream.live_table_view`)."""
         if self._table_view is None:
+            from spark_logsource.mysql.table.stream import live_table_view
+
             def build() -> tuple[TableView, TableHistory]:
                 with self.client() as client:
                     return live_table_view(self, client)
@@ -234,6 +239,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         return self._table_view
 
     def follower(self) -> TableFollower:
+        from spark_logsource.mysql.table.follow import TableFollower
+
         view = self.table_view()
         assert self._table_history is not None
         return TableFollower(view, self._table_history, self.settings.source)
@@ -268,6 +275,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
     def read_table_slice(self, slice_: LiveSlice, versions: Sequence[Version]) -> Iterator[pa.RecordBatch]:
         """The typed rows of ``view=table`` in a slice, named by the table's ``versions`` over its range."""
+        from spark_logsource.mysql.table.stream import machine_type, table_writer
+
         view = self.table_view()
         writer = table_writer(view, versions, f"{self.settings.source}/{slice_.file}", slice_.file)
         yield from read_live_slice(self.settings, slice_, view.read_options, writer=writer,
@@ -275,7 +284,11 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
     def stream(self) -> LogStream:
         live = ReplicationStream(self)
-        return live if self.snapshot is None else SnapshotStream(self, live, self.snapshot)
+        if self.snapshot is None:
+            return live
+        from spark_logsource.mysql.snapshot.stream import SnapshotStream
+
+        return SnapshotStream(self, live, self.snapshot)
 
 
 class ReplicationStream(LogStream):
@@ -382,6 +395,8 @@ class ReplicationStream(LogStream):
         if walk is not None and walk[0] == (first.file, first.pos) and order(last.file, last.pos) <= order(*walk[1]):
             # the binlogs do not change below a boundary already walked
             return [s for s in walk[2] if order(s.file, s.pos) < order(last.file, last.pos)]
+        from spark_logsource.mysql.table.stream import live_statements
+
         with self.fmt.client() as client:
             found = live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs())
         self._ddl_walk = ((first.file, first.pos), (last.file, last.pos), found)

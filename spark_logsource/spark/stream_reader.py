@@ -173,8 +173,7 @@ class LogStreamReader(DataSourceStreamReader):
         # every REPORT_INTERVAL seconds while it is still ahead of the trigger's end, so a query far behind does not
         # pay that walk on every trigger for a figure that only shows how far behind it is.
         cached = self._report
-        if (cached is not None and time.monotonic() - cached[0] < REPORT_INTERVAL
-                and self.stream.compare_offsets(cached[1], self._last) >= 0):
+        if cached is not None and time.monotonic() - cached[0] < REPORT_INTERVAL and self._ahead(cached[1]):
             return cached[1]
         try:
             newest = self.stream.latest_offset(self._asked_from, ReadBudget())
@@ -183,6 +182,15 @@ class LogStreamReader(DataSourceStreamReader):
             return None
         self._report = (time.monotonic(), newest)
         return newest
+
+    def _ahead(self, reported: Offset) -> bool:
+        """Whether a newest offset reported before is still at or past the trigger's end. Offsets of sources with
+        several parts (a tablet each) need not be ordered (a part that appeared since): then it is not."""
+        assert self._last is not None
+        try:
+            return self.stream.compare_offsets(reported, self._last) >= 0
+        except (ValueError, LogSourceError):
+            return False
 
     def _latest_before_target(self, start: Offset, budget: ReadBudget) -> Offset:
         if self._target is None:

@@ -83,3 +83,20 @@ def test_spark_progress_shows_the_latest_offset_ahead_of_the_batch(spark: Any, f
     behind = [s for s in sources if s.get("latestOffset") and json.loads(s["endOffset"]) != newest]
     assert len(behind) >= 3  # batches of 20 rows of 150: Spark saw the query behind the source's end
     assert sum(s["numInputRows"] for s in sources) == sum(len(rows) for rows in sink.batches.values())
+
+
+def test_a_report_not_ordered_with_the_trigger_end_is_asked_again(finished_wal: Path, monkeypatch: Any) -> None:
+    """Offsets of a source with several parts (YugabyteDB: a tablet each) need not be ordered: a report kept from
+    an earlier trigger that is neither before nor after this trigger's end is asked again, not raised to Spark
+    (a new tablet once failed a query that way)."""
+    newest = _newest(finished_wal)
+    reader = make_stream_reader(_stream(finished_wal, maxRowsPerTrigger="20"))
+    start = reader.initialOffset()
+    reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert offset_json(reader.reportLatestOffset()) == offset_json(newest)  # computed, then kept
+
+    def not_ordered(a: Offset, b: Offset) -> int:
+        raise ValueError("offsets are not ordered (each is ahead on some tablet)")
+
+    monkeypatch.setattr(reader.stream, "compare_offsets", not_ordered)
+    assert offset_json(reader.reportLatestOffset()) == offset_json(newest)

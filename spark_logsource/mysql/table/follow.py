@@ -26,6 +26,7 @@ from spark_logsource.errors import OptionError, SchemaChangeError
 from spark_logsource.mysql.position import BinlogPosition, binlog_number
 from spark_logsource.mysql.table.ddl import DDL_FILE, Catalog, TableHistory, Version
 from spark_logsource.mysql.table.layout import VARIANT, ColumnSpec, Layout, arrow_type, widen
+from spark_logsource.mysql.table.slices import DdlStatement, TableSlice
 from spark_logsource.mysql.table.statements import without_prefix
 
 if TYPE_CHECKING:
@@ -109,29 +110,6 @@ class TableState:
 
     def version(self) -> Version:
         return Version(SEED, self.database, self.table, self.layout, self.reason)
-
-
-@dataclass(frozen=True, slots=True)
-class DdlStatement:
-    """A statement of the log: its QUERY event at ``file:pos``, whose transaction starts at ``group`` (the
-    boundary before it), with the event's default database."""
-
-    file: str
-    pos: int
-    group: int
-    schema: str | None
-    query: str
-
-
-@dataclass(frozen=True, slots=True)
-class TableSlice:
-    """A slice of the stream (the plain stream's own) and the table's versions over its range."""
-
-    inner: Any
-    versions: tuple[Version, ...]
-
-    def __repr__(self) -> str:
-        return f"TableSlice({self.inner!r}, {len(self.versions)} versions)"
 
 
 @dataclass(frozen=True, slots=True)
