@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -15,27 +14,15 @@ import pytest
 
 from spark_logsource.errors import SchemaChangeError
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
-from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, StreamServer
+from tests.mysql_stream.conftest import StreamServer, replica_user_server
 
 TABLE = "cdc.t"
 
 
 @pytest.fixture(scope="module")
 def cdc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
-    server = StreamServer(Path(tmp_path_factory.mktemp("mariadb-cdc")))
-    try:
-        server.start()
-    except Exception as exc:
-        pytest.fail(f"cannot start mariadbd: {exc}")
-    try:
-        server.execute(f"CREATE USER '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'")
-        # SHOW BINLOG EVENTS needs BINLOG MONITOR; SHOW CREATE TABLE needs a privilege on the table
-        server.execute(f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'")
-        server.execute("CREATE DATABASE cdc")
-        server.execute(f"GRANT SELECT ON cdc.* TO '{CDC_USER}'@'%'")
+    with replica_user_server(tmp_path_factory, "mariadb-cdc", "cdc") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def create_table(server: StreamServer, name: str = TABLE) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from spark_logsource.mysql.stream.client import ConnectionSettings, parse_uri
-from tests.support.waiting import until
+from tests.support.writer_thread import WriterThread
 
 log = logging.getLogger(__name__)
 
@@ -77,38 +77,16 @@ def insert_sql(table: str, columns: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})"
 
 
-class TypedWriter:
+class TypedWriter(WriterThread):
     """A thread that keeps changing the typed table, one transaction at a time, under :attr:`lock` (a test holds
     the lock to find the table still); it knows the table's keys, so a key change never collides."""
 
+    name = "snapshot-writer"
+
     def __init__(self, server: Any, keys: set[int], *, seed: int = 11) -> None:
-        self.server = server
+        super().__init__(server, seed=seed)
         self.keys = set(keys)
-        self.random = random.Random(seed)
         self.lock = threading.Lock()
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="snapshot-writer", daemon=True)
-
-    def __enter__(self) -> TypedWriter:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-        if self.error is not None:
-            raise AssertionError(f"the writer failed: {self.error}")
-
-    def wait_for(self, transactions: int) -> None:
-        if not until(lambda: self.transactions >= transactions or self.error is not None):
-            raise AssertionError(f"the writer committed {self.transactions} of {transactions} transactions")
-        if self.error is not None:
-            raise AssertionError(f"the writer failed: {self.error}")
 
     def _free_key(self) -> int:
         while True:

@@ -5,9 +5,8 @@ transactions."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import random
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.support.servers.mariadb import MariaDBServer
-from tests.support.waiting import STATE_TIMEOUT, until
+from tests.support.waiting import STATE_TIMEOUT
+from tests.support.writer_thread import WriterThread
 
 log = logging.getLogger(__name__)
 
@@ -62,38 +62,14 @@ class StreamServer(MariaDBServer):
         self.execute("CREATE TABLE IF NOT EXISTS other.log (id INT PRIMARY KEY AUTO_INCREMENT, msg VARCHAR(200))")
 
 
-class Writer:
+class Writer(WriterThread):
     """A thread that keeps committing multi-row and multi-statement transactions until stopped."""
 
+    name = "binlog-writer"
+
     def __init__(self, server: StreamServer, *, seed: int = 7, pause: float = 0.0) -> None:
-        self.server = server
+        super().__init__(server, seed=seed)
         self.pause = pause
-        self.random = random.Random(seed)
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="binlog-writer", daemon=True)
-
-    def __enter__(self) -> Writer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=60)
-        if self.error is not None:
-            raise AssertionError(f"the writer failed: {self.error}")
-
-    def wait_for(self, transactions: int) -> None:
-        """Until ``transactions`` are committed since the start: a test waits for an amount written, not a time
-        (a loaded machine writes slower)."""
-        if not until(lambda: self.transactions >= transactions or self.error is not None):
-            raise AssertionError(f"the writer committed {self.transactions} of {transactions} transactions")
-        if self.error is not None:
-            raise AssertionError(f"the writer failed: {self.error}")
 
     def run_once(self, conn: Any) -> None:
         r = self.random
@@ -131,9 +107,12 @@ class Writer:
             self.error = exc
 
 
-@pytest.fixture(scope="module")
-def stream_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
-    server = StreamServer(Path(tmp_path_factory.mktemp("mariadb-stream")))
+@contextlib.contextmanager
+def replica_user_server(tmp_path_factory: pytest.TempPathFactory, name: str,
+                        database: str | None = None) -> Iterator[StreamServer]:
+    """A started MariaDB whose CDC user may read the binlogs as a replica (REPLICATION SLAVE, and BINLOG MONITOR
+    for SHOW BINLOG EVENTS) and, given ``database``, SELECT its tables (SHOW CREATE TABLE needs it); stopped after."""
+    server = StreamServer(Path(tmp_path_factory.mktemp(name)))
     try:
         server.start()
     except Exception as exc:
@@ -141,9 +120,18 @@ def stream_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamSe
     try:
         server.execute(f"CREATE USER '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'")
         server.execute(f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'")
+        if database is not None:
+            server.execute(f"CREATE DATABASE {database}")
+            server.execute(f"GRANT SELECT ON {database}.* TO '{CDC_USER}'@'%'")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def stream_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
+    with replica_user_server(tmp_path_factory, "mariadb-stream") as server:
         server.execute("CREATE USER 'noslave'@'%' IDENTIFIED BY 'pw'")
         server.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
         server.reset_tables()
         yield server
-    finally:
-        server.stop()
