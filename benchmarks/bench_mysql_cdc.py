@@ -35,7 +35,6 @@ import datetime as dt
 import json
 import logging
 import os
-import resource
 import shlex
 import shutil
 import statistics
@@ -43,11 +42,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from local_spark import jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
+from local_spark import spark_cpu, timed, warm_spark_session  # the benchmarks/ folder is sys.path[0]
 from mariadb_server import REPLICATION_PASSWORD, REPLICATION_USER, REPO, open_server
 
 from tests.support.servers.mariadb import MariaDBServer
@@ -205,13 +203,6 @@ def live_batch(server: MariaDBServer, workload: dict[str, Any]) -> int:
     return sum(b.num_rows for b in spark_logsource.iter_batches("mysql-replication", [], **options))
 
 
-def spark_session() -> Any:
-    from local_spark import spark_session as make
-
-    spark = make()
-    spark.range(1).write.format("noop").mode("overwrite").save()  # warm the JVM side
-    return spark
-
 
 def spark_batch(spark: Any, directory: Path) -> int:
     spark.read.format("mysql-binlog").option("view", "table").option("table", TABLE).load(str(directory)) \
@@ -230,26 +221,6 @@ def spark_stream(spark: Any, directory: Path) -> int:
 
 
 # -- timing ------------------------------------------------------------------------------------------------------
-def _cpu_seconds() -> float:
-    own = time.process_time()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own + children.ru_utime + children.ru_stime
-
-
-def _spark_cpu(spark: Any) -> Callable[[], float]:
-    pid = jvm_pid(spark)
-    return lambda: _cpu_seconds() + process_tree_cpu(pid)
-
-
-def timed(label: str, action: Callable[[], int], expected: int,
-          cpu: Callable[[], float] = _cpu_seconds) -> tuple[float, float]:
-    cpu_started, started = cpu(), time.perf_counter()
-    counted = action()
-    wall, used = time.perf_counter() - started, cpu() - cpu_started
-    if counted >= 0 and counted != expected:
-        raise SystemExit(f"{label}: {counted} rows, the workload has {expected}")
-    log.info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, wall, used, expected / wall)
-    return wall, used
 
 
 # -- latency -----------------------------------------------------------------------------------------------------
@@ -388,9 +359,9 @@ def main(argv: list[str] | None = None) -> int:
             results.setdefault("live batch", []).append(timed("live batch", lambda: live_batch(server, workload), n))
             results.setdefault("live", []).append(timed("live", lambda: live_stream(server, workload), n))
         if not args.no_spark:
-            spark = spark_session()
+            spark = warm_spark_session()
             spark_batch(spark, copies)  # warm-up: the Python workers start, the JVM compiles
-            cpu = _spark_cpu(spark)
+            cpu = spark_cpu(spark)
             for _ in range(args.repeat):
                 results.setdefault("spark batch", []).append(
                     timed("spark batch", lambda: spark_batch(spark, copies), n, cpu))

@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import pstats
-import resource
 import shlex
 import shutil
 import statistics
@@ -59,7 +58,7 @@ from typing import Any, cast
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from local_spark import jvm_pid, process_tree_cpu  # noqa: E402  (the benchmarks/ folder is sys.path[0])
+from local_spark import spark_cpu, timed, warm_spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
 
 from tests.support.servers.tarantool_live import LiveTarantool  # noqa: E402
 
@@ -193,13 +192,6 @@ def apply_all(spec: Any, changes: Any, expected_rows: int) -> Callable[[], int]:
     return run
 
 
-def spark_session() -> Any:
-    from local_spark import spark_session as make
-
-    spark = make()  # type: ignore[no-untyped-call]
-    spark.range(1).write.format("noop").mode("overwrite").save()  # warm the JVM side
-    return spark
-
 
 def spark_batch(spark: Any, directory: Path) -> int:
     spark.read.format("tarantool-xlog").option("view", "space").option("space", SPACE).load(str(directory)) \
@@ -218,26 +210,6 @@ def spark_stream(spark: Any, directory: Path) -> int:
 
 
 # -- timing ------------------------------------------------------------------------------------------------------
-def _cpu_seconds() -> float:
-    own = time.process_time()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own + children.ru_utime + children.ru_stime
-
-
-def _spark_cpu(spark: Any) -> Callable[[], float]:
-    pid = jvm_pid(spark)
-    return lambda: _cpu_seconds() + process_tree_cpu(pid)
-
-
-def timed(label: str, action: Callable[[], int], expected: int,
-          cpu: Callable[[], float] = _cpu_seconds) -> tuple[float, float]:
-    cpu_started, started = cpu(), time.perf_counter()
-    counted = action()
-    wall, used = time.perf_counter() - started, cpu() - cpu_started
-    if counted >= 0 and counted != expected:
-        raise SystemExit(f"{label}: {counted} rows, expected {expected}")
-    log.info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, wall, used, expected / wall)
-    return wall, used
 
 
 def profiled(label: str, action: Callable[[], int], top: int = 18) -> str:
@@ -393,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
             profiles.append(profiled("the live stream (follow)", lambda: live_follow(server, before)))
             profiles.append(profiled("apply_changes over the whole workload", apply))
         if not args.no_spark:
-            spark = spark_session()
+            spark = warm_spark_session()
             spark_batch(spark, copies)  # warm-up: the Python workers start, the JVM compiles
-            cpu = _spark_cpu(spark)
+            cpu = spark_cpu(spark)
             for _ in range(args.repeat):
                 results.setdefault("spark batch", []).append(
                     timed("spark batch", lambda: spark_batch(spark, copies), n, cpu))

@@ -45,3 +45,41 @@ def process_tree_cpu(root: int) -> float:
         total += stats.get(pid, (0, 0.0))[1]
         todo.extend(child for child, (ppid, _cpu) in stats.items() if ppid == pid)
     return total
+
+
+def warm_spark_session():
+    """:func:`spark_session`, with one trivial job run so the first measured one does not pay the JVM's start."""
+    spark = spark_session()
+    spark.range(1).write.format("noop").mode("overwrite").save()
+    return spark
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped children."""
+    import resource
+    import time
+
+    own = time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + children.ru_utime + children.ru_stime
+
+
+def spark_cpu(spark):
+    """A clock of CPU seconds: this process's and those of the session's JVM with its Python workers."""
+    pid = jvm_pid(spark)
+    return lambda: cpu_seconds() + process_tree_cpu(pid)
+
+
+def timed(label: str, action, expected: int, cpu=cpu_seconds) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``action``, which returns the rows it read (-1: not counted); a count other than
+    ``expected`` ends the benchmark."""
+    import logging
+    import time
+
+    cpu_started, started = cpu(), time.perf_counter()
+    counted = action()
+    wall, used = time.perf_counter() - started, cpu() - cpu_started
+    if counted >= 0 and counted != expected:
+        raise SystemExit(f"{label}: {counted} rows, expected {expected}")
+    logging.getLogger("bench").info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, wall, used, expected / wall)
+    return wall, used
