@@ -57,16 +57,38 @@ def _stage_with_both_executors_busy(spark: Any) -> tuple[int, int] | None:
     return None
 
 
+def _held_at_gate(df: Any, gate: Path) -> Any:
+    """The same rows, each task held after its first rows until ``gate`` exists: a task is then surely running on
+    each executor when one is killed, however fast or loaded the machine is."""
+    from pyspark.sql import functions as F
+
+    gate_path = str(gate)
+
+    def wait_for_gate() -> bool:
+        deadline = time.monotonic() + 600
+        while not os.path.exists(gate_path):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the test never opened {gate_path}")
+            time.sleep(0.05)
+        return True
+
+    # nondeterministic, so the optimizer keeps the filter where it is and runs it on every row
+    held = F.udf(lambda _: wait_for_gate(), "boolean").asNondeterministic()
+    return df.where(held(F.col(df.columns[0])))
+
+
 def test_executor_killed_mid_read_is_replaced_and_the_result_is_exact(cluster: StandaloneCluster,
                                                                       cluster_spark: Any,
-                                                                      datasets: dict[str, Dataset]) -> None:
+                                                                      datasets: dict[str, Dataset],
+                                                                      tmp_path: Path) -> None:
     data = datasets["xlog"]
     columns = ["file", "offset", "lsn", "tuple"]
     expected = arrow_rows(spark_logsource.read(data.fmt, str(data.path), **data.options).select(columns))
     wait_for_executors(cluster_spark, 2)
     executors = cluster.executor_pids()
     assert len(executors) == 2
-    df = read_df(cluster_spark, data).select(*columns)
+    gate = tmp_path / "gate"
+    df = _held_at_gate(read_df(cluster_spark, data).select(*columns), gate)
     outcome: dict[str, Any] = {}
 
     def collect() -> None:
@@ -83,12 +105,13 @@ def test_executor_killed_mid_read_is_replaced_and_the_result_is_exact(cluster: S
         busy = _stage_with_both_executors_busy(cluster_spark)
         if busy is None:
             time.sleep(0.02)
-    assert busy is not None, "the read never had a task running on each executor"
+    assert busy is not None, f"the read never had a task running on each executor: {outcome.get('error')}"
+    assert busy[0] == 0, "a task ended before the gate opened"
     os.kill(executors[0], signal.SIGKILL)
+    gate.touch()
     reader.join(timeout=300)
     assert not reader.is_alive(), "the read did not finish after the executor was killed"
     assert "error" not in outcome, outcome.get("error")
-    assert busy[0] < busy[1], "the executor was killed before the read's last task ended"
     assert outcome["rows"] == expected
     # the worker starts a new executor for the application in place of the killed one
     deadline = time.monotonic() + 120
