@@ -14,7 +14,8 @@ and the commit-to-row latency of a stream under a 1 s trigger (issue #23, "Measu
      stop_when_idle=True)``, the same ranges Spark would plan;
    * the live source: ``mysql-replication`` with ``view=table`` through the LogStream calls Spark makes
      (``latest_offset`` with one binlog per range, ``plan``, ``read_slice``) until the workload's last binlog is
-     read: the driver's ``SHOW BINLOG EVENTS`` walk and the tasks' binlog dumps over loopback TCP;
+     read: the driver's walk of the range's DDL (a dump decoding QUERY events only) and the tasks' binlog dumps
+     over loopback TCP;
    * Spark ``local[2]``: ``spark.readStream`` of the directory with ``trigger(availableNow=True)`` into the
      ``noop`` sink, against ``spark.read`` of the same directory into ``noop``.
 
@@ -424,7 +425,7 @@ def report(results: dict[str, list[tuple[float, float]]], latency: dict[str, lis
         direct = [b[0] / r[0] for r, b in zip(results["live"], results["batch"], strict=True)]
         lines += ["", f"The live stream against the file batch (the issue's peer), wall: {_median(direct):.2f} "
                       f"({', '.join(f'{x:.2f}' for x in direct)})."]
-    lines += ["", "¹ this process only: the server's dump threads and the driver's `SHOW BINLOG EVENTS` run in "
+    lines += ["", "¹ this process only: the server's dump threads and the driver's DDL dump run in "
                   "mariadbd, not counted. ² this process, the JVM and its Python workers (from /proc)."]
     if latency:
         lines += ["", f"Commit-to-row latency: one row per transaction every {args.period:g} s for "

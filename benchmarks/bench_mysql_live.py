@@ -6,8 +6,15 @@
    * ``spark_logsource.iter_batches("mysql-replication", ...)`` (``startingPosition`` / ``endingPosition`` = the
      backlog), in this process;
    * ``mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows`` (the server's own C++ client,
-     output to /dev/null); floor: ours ≥ 0.5× its rows/s;
-   * python-mysql-replication (``BinLogStreamReader``, ``blocking=False``, rows events, counting rows); floor: ≥ 10×.
+     output to /dev/null; it checks no CRC32 unless asked, ours does by default); floors: ours ≥ 0.5× its rows/s
+     (issue #8), ≥ 1.0× (issue #26);
+   * python-mysql-replication (``BinLogStreamReader``, ``blocking=False``, rows events, counting rows); floor: ≥ 10×;
+   * the drain, a limit: the same ``COM_BINLOG_DUMP`` (from the backlog's first binlog to the server's end) read
+     from the socket into big buffers and thrown away, only the packet headers framed to find the dump's end:
+     what the server and the network give, with no decoding at all.
+
+   Each reader runs ``--repeat`` times, side by side; the table gives the median of each, wall and CPU (this
+   process and its children: the CPU ratio moves less than the wall one on a loaded machine).
 
 2. Latency under a writer of ``--rate`` rows/s (transactions of 50 rows, each row stamped with the client's clock)
    while a follower polls every ``--trigger`` seconds (what a 1 s Spark trigger does: latest offset, plan, read):
@@ -15,7 +22,8 @@
 
 The server's datadir is kept under ``--workdir`` and reused (the backlog is made once).
 
-    python3 benchmarks/bench_mysql_live.py [--workdir /tmp/spark-logsource-bench-live] [--rows 500000]
+    python3 benchmarks/bench_mysql_live.py [--workdir /tmp/spark-logsource-bench-live] [--rows 500000] [--repeat 3]
+        [--skip-pmr] [--no-query]
 """
 
 from __future__ import annotations
@@ -24,7 +32,9 @@ import argparse
 import json
 import logging
 import os
+import resource
 import statistics
+import struct
 import subprocess
 import sys
 import threading
@@ -101,6 +111,27 @@ def mariadb_binlog(server: MariaDBServer, backlog: dict[str, Any]) -> int:
     return -1
 
 
+def drain(server: MariaDBServer, backlog: dict[str, Any]) -> int:
+    """The dump's bytes read and thrown away (the limit; see the module docstring); the bytes read."""
+    from spark_logsource.mysql.stream.client import COM_BINLOG_DUMP, ReplicationClient, parse_uri
+    from spark_logsource.mysql.stream.packets import PacketFramer
+
+    settings = parse_uri(f"mysql://{USER}@127.0.0.1:{server.port}", PASSWORD)
+    total = 0
+    with ReplicationClient(settings) as client:
+        client._prepare_dump(7150)
+        client._command(COM_BINLOG_DUMP, struct.pack("<IHI", 4, client._dump_flags(), 7150) + backlog["first"].encode())
+        rfile = client._conn._rfile
+        framer = PacketFramer()
+        while not framer.done:
+            n = rfile.readinto1(framer.room())
+            if not n:
+                raise SystemExit("the server closed the dump before its end")
+            framer.feed(n)
+            total += n
+    return total
+
+
 def python_mysql_replication(server: MariaDBServer, backlog: dict[str, Any]) -> int:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -121,10 +152,24 @@ def python_mysql_replication(server: MariaDBServer, backlog: dict[str, Any]) -> 
     return n
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (mariadb-binlog runs as one)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def timed(action: Any, *args: Any) -> tuple[float, int]:
     started = time.perf_counter()
     n = action(*args)
     return time.perf_counter() - started, n
+
+
+def timed_cpu(results: dict[str, list[tuple[float, float]]], label: str, action: Any, *args: Any) -> int:
+    """Run ``action``, add its (wall, CPU) seconds to ``results[label]``; what it returned."""
+    cpu = cpu_seconds()
+    wall, n = timed(action, *args)
+    results.setdefault(label, []).append((wall, cpu_seconds() - cpu))
+    return n
 
 
 def latency(server: MariaDBServer, rate: int, seconds: float, trigger: float) -> list[float]:
@@ -182,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the latency run")
     parser.add_argument("--trigger", type=float, default=1.0, help="follower poll interval (the trigger)")
     parser.add_argument("--skip-pmr", action="store_true", help="skip python-mysql-replication (slow)")
+    parser.add_argument("--no-query", action="store_true", help="skip the includeQuery=true read (slow)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each reader (the median is shown)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -193,34 +240,42 @@ def main(argv: list[str] | None = None) -> int:
             backlog = make_backlog(server, args.rows)
             marker.write_text(json.dumps(backlog))
         n = backlog["rows"]
-        results: dict[str, float] = {}
+        results: dict[str, list[tuple[float, float]]] = {}
         ours(server, backlog, includeQuery="false")  # warm-up: imports, the C kernel, the server's page cache
         # includeQuery=false: mariadb-binlog prints each statement once; ours would repeat a 1000-row INSERT's
         # text (~100 KB) on each of its 1000 rows (the default, timed too, for the record)
-        wall, got = timed(lambda: ours(server, backlog, includeQuery="false"))
-        if got != n:
-            raise SystemExit(f"mysql-replication read {got} rows, the backlog has {n}")
-        results["spark-logsource mysql-replication (iter_batches, includeQuery=false)"] = wall
-        results["spark-logsource mysql-replication (iter_batches, includeQuery=true)"] = timed(
-            lambda: ours(server, backlog, includeQuery="true"))[0]
-        # mariadb-binlog does not check CRC32s unless asked (--verify-binlog-checksum); ours does by default
-        results["spark-logsource mysql-replication (includeQuery=false, verifyChecksums=false)"] = timed(
-            lambda: ours(server, backlog, includeQuery="false", verifyChecksums="false"))[0]
-        results["mariadb-binlog --read-from-remote-server -v"] = timed(mariadb_binlog, server, backlog)[0]
+        main_label = "spark-logsource mysql-replication (iter_batches, includeQuery=false, CRC32 checked)"
+        for _ in range(args.repeat):
+            got = timed_cpu(results, main_label, lambda: ours(server, backlog, includeQuery="false"))
+            if got != n:
+                raise SystemExit(f"mysql-replication read {got} rows, the backlog has {n}")
+            # mariadb-binlog does not check CRC32s unless asked (--verify-binlog-checksum); ours does by default
+            timed_cpu(results, "spark-logsource mysql-replication (includeQuery=false, verifyChecksums=false)",
+                      lambda: ours(server, backlog, includeQuery="false", verifyChecksums="false"))
+            timed_cpu(results, "mariadb-binlog --read-from-remote-server -v", mariadb_binlog, server, backlog)
+            timed_cpu(results, "drain: the same dump's bytes read and thrown away (a limit)", drain, server, backlog)
+        if not args.no_query:
+            timed_cpu(results, "spark-logsource mysql-replication (iter_batches, includeQuery=true)",
+                      lambda: ours(server, backlog, includeQuery="true"))
         if not args.skip_pmr:
-            wall, got = timed(python_mysql_replication, server, backlog)
+            got = timed_cpu(results, "python-mysql-replication BinLogStreamReader", python_mysql_replication, server,
+                            backlog)
             if got != n:
                 log.warning("python-mysql-replication counted %d rows of %d", got, n)
-            results["python-mysql-replication BinLogStreamReader"] = wall
         delays = sorted(latency(server, args.rate, args.seconds, args.trigger))
     finally:
         server.stop()
-    ours_rate = n / results["spark-logsource mysql-replication (iter_batches, includeQuery=false)"]
-    print(f"\nBacklog: {n:,} row changes, MariaDB 10.11 over loopback TCP\n")
-    print("| reader | seconds | rows/s | ours ÷ it |")
-    print("|---|---:|---:|---:|")
-    for label, wall in results.items():
-        print(f"| {label} | {wall:.2f} | {n / wall:,.0f} | {ours_rate / (n / wall):.2f}× |")
+    medians = {label: (statistics.median(w for w, _c in runs), statistics.median(c for _w, c in runs))
+               for label, runs in results.items()}
+    ours_wall, ours_cpu = medians[main_label]
+    print(f"\nBacklog: {n:,} row changes, MariaDB 10.11 over loopback TCP; median of {args.repeat} runs "
+          "(CPU: this process's and its children's, not the server's)\n")
+    print("| reader | wall s (each run) | CPU s | rows/s | ours ÷ it, wall | ours ÷ it, CPU |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, (wall, cpu) in medians.items():
+        runs = ", ".join(f"{w:.2f}" for w, _c in results[label])
+        print(f"| {label} | {wall:.2f} ({runs}) | {cpu:.2f} | {n / wall:,.0f} | {wall / ours_wall:.2f}× "
+              f"| {cpu / ours_cpu:.2f}× |")
     if delays:
         p50 = statistics.median(delays)
         p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]

@@ -23,16 +23,25 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import DataLossError, EncryptedBinlogError, OptionError, SourceError, UnavailableError
+from spark_logsource.errors import (
+    CorruptDataError,
+    DataLossError,
+    EncryptedBinlogError,
+    OptionError,
+    SourceError,
+    UnavailableError,
+)
 from spark_logsource.filters import Predicate
 from spark_logsource.io.fs import FileEntry
 from spark_logsource.logformat import Split
+from spark_logsource.mysql.binlog.event_types import ROWS_TYPES
+from spark_logsource.mysql.binlog.events import Resume
 from spark_logsource.mysql.format import MysqlBinlogFormat
 from spark_logsource.mysql.position import FILE_START, BinlogPosition, binlog_number, parse_starting_position
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
-from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient, parse_uri
+from spark_logsource.mysql.stream.client import ConnectionSettings, DumpEvent, ReplicationClient, parse_uri
 from spark_logsource.mysql.table.options import TableOptions, parse_table_options
 from spark_logsource.mysql.table.slices import DdlStatement, TableSlice
 from spark_logsource.net import Secret
@@ -53,6 +62,9 @@ log = logging.getLogger(__name__)
 LIVE_OPTIONS = ("uri", "password", "serverId", "endingPosition", "heartbeatInterval", "connectTimeout",
                 RECONNECT_OPTION)
 DEFAULT_SERVER_ID = 4_200_000_000
+#: The driver's own dump, which finds the DDL statements of a range (view=table), registers as ``serverId + 1024``:
+#: apart from the slices' ``serverId + i`` and the snapshot chunks' ``serverId + 512 + i``.
+DDL_WALK_ID_OFFSET = 1024
 
 
 def other_server(source: str, where: str, was: tuple[str, int | None, str | None],
@@ -93,16 +105,19 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
     where = f"{slice_.file}:{slice_.start}"
     backoff = settings.reconnect.backoff()
     source_id: tuple[str, int, str | None] | None = None
+    walked = Resume()  # the events after a run of rows events the kernel read from the dump's window
+    verify = options.common.verify_checksums
     while not reached:
         try:
-            with ReplicationClient(settings, verify_checksums=options.common.verify_checksums) as client:
+            with ReplicationClient(settings, verify_checksums=verify) as client:
                 identity = client.identity()
                 if source_id is None:
                     source_id = identity
                 elif identity != source_id:
                     raise other_server(settings.source, f"{slice_.file}:{resume}", source_id, identity)
                 skip = unpositioned
-                for item in client.dump(slice_.file, resume, slice_.server_id):
+                walked.at = None
+                for item in client.dump(slice_.file, resume, slice_.server_id, resume=walked):
                     if item.file != slice_.file:
                         reached = True  # the file ended (ROTATE): nothing of it is left
                         break
@@ -119,18 +134,19 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
                     elif machine.fde is not item.fde:
                         machine.set_format(item.fde)
                     try:
-                        machine.feed(ev)
+                        end = _feed(machine, item, slice_.stop, verify)
                     except EncryptedBinlogError as exc:
                         view.bad(ev.pos, None, exc)
                         reached = True
                         break
-                    resume = ev.next_pos
+                    walked.at = end if end != ev.next_pos else None
+                    resume = end
                     unpositioned = 0 if ev.log_pos else unpositioned + 1
                     if backoff.tries:
                         backoff.succeeded()  # reading again: a later loss gets the whole timeout anew
                     if view.full():
                         yield from view.emit()
-                    if ev.next_pos >= slice_.stop:
+                    if end >= slice_.stop:
                         reached = True
                         break
         except UnavailableError as exc:
@@ -143,6 +159,23 @@ def read_live_slice(settings: ConnectionSettings, slice_: LiveSlice, options: Bi
     if machine is not None:
         machine.finish()
     yield from view.emit()
+
+
+def _feed(machine: TransactionMachine, item: DumpEvent, stop: int, verify: bool) -> int:
+    """Feed one event of the dump to ``machine``, or, for a rows event, the run of rows events of the same table
+    and shape that follow it in the dump's window, read by the kernel as the file reader does
+    (:meth:`~spark_logsource.mysql.read.transactions.TransactionMachine.rows_run`); the offset after what was read."""
+    ev = item.event
+    if item.window is not None and ev.type_code in ROWS_TYPES:
+        try:
+            run = machine.rows_run(ev, item.window, stop, item.crc_len, verify)
+        except CorruptDataError:
+            run = None  # feed() reports the event's error
+        if run is not None:
+            machine.prev_type = ev.type_code  # a rows event never starts a group: what feed() does, for the run
+            return run.end
+    machine.feed(ev)
+    return ev.next_pos
 
 
 class MysqlReplicationFormat(MysqlBinlogFormat):
@@ -233,7 +266,7 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
             def build() -> tuple[TableView, TableHistory]:
                 with self.client() as client:
-                    return live_table_view(self, client)
+                    return live_table_view(self, client, self.server_id_base + DDL_WALK_ID_OFFSET)
 
             self._table_view, self._table_history = self.settings.reconnect.call(build, "reading the table's DDL")
         return self._table_view
@@ -398,7 +431,8 @@ class ReplicationStream(LogStream):
         from spark_logsource.mysql.table.stream import live_statements
 
         with self.fmt.client() as client:
-            found = live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs())
+            found = live_statements(client, (first.file, first.pos), (last.file, last.pos), client.binary_logs(),
+                                    self.fmt.server_id_base + DDL_WALK_ID_OFFSET)
         self._ddl_walk = ((first.file, first.pos), (last.file, last.pos), found)
         return found
 

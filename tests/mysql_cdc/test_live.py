@@ -1,5 +1,6 @@
-"""``view=table`` on ``mysql-replication`` through the LogStream calls (no Spark): the driver finds the DDL with
-SHOW BINLOG EVENTS; TRUNCATE is a row, a DROP TABLE stops the stream naming it, a RENAME TABLE is followed."""
+"""``view=table`` on ``mysql-replication`` through the LogStream calls (no Spark): the driver finds the DDL with a
+dump of the range (SHOW BINLOG EVENTS without REPLICATION SLAVE); TRUNCATE is a row, a DROP TABLE stops the stream
+naming it, a RENAME TABLE is followed."""
 
 from __future__ import annotations
 
@@ -70,3 +71,40 @@ def test_batch_read_of_a_live_range_equals_the_files(cdc_server: StreamServer) -
     got = [(r["seq"], r["op"], r["before"], r["after"]) for r in live.to_pylist()]
     want = [(r["seq"], r["op"], r["before"], r["after"]) for r in files.to_pylist()]
     assert got == want and len(got) > 8
+
+
+def test_the_drivers_ddl_dump_finds_what_show_binlog_events_lists(cdc_server: StreamServer) -> None:
+    """The driver's walk of a range's DDL, a binlog dump decoding QUERY events only, against the server's own
+    SHOW BINLOG EVENTS over the same binlogs: the same statements at the same positions, with the same GTID
+    group starts and default databases, over whole files and over a range cut inside the first and the last."""
+    from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
+    from spark_logsource.mysql.table.stream import dump_statements, shown_statements
+
+    cdc_server.flush_logs()
+    first = cdc_server.binlog_files()[-1].name
+    create_table(cdc_server, "cdc.w")
+    writer = TableWriter(cdc_server, "cdc.w", seed=21)
+    writer.transactions(5)
+    cdc_server.execute("ALTER TABLE cdc.w ADD COLUMN extra INT")
+    cdc_server.flush_logs()
+    writer.transactions(5)
+    cdc_server.execute("CREATE TABLE cdc.w_side (k INT PRIMARY KEY)")
+    middle = int(cdc_server.query("SHOW MASTER STATUS")[0][1])
+    middle_file = cdc_server.binlog_files()[-1].name
+    cdc_server.execute("USE cdc")
+    writer.transactions(3)
+    cdc_server.execute("DROP TABLE cdc.w_side")
+    cdc_server.execute("RENAME TABLE cdc.w TO cdc.w2")
+    last_file, last_pos = cdc_server.query("SHOW MASTER STATUS")[0][:2]
+    settings = parse_uri(cdc_server.uri, CDC_PASSWORD)
+    with ReplicationClient(settings) as client:
+        logs = client.binary_logs()
+        whole = shown_statements(client, (first, 4), (str(last_file), int(last_pos)), logs)
+        assert [s.query.split()[0].upper() for s in whole] == ["DROP", "CREATE", "ALTER", "CREATE", "DROP", "RENAME"]
+        assert dump_statements(client, (first, 4), (str(last_file), int(last_pos)), logs, 4790) == whole
+        assert dump_statements(client, (first, 4), None, logs, 4791)[:len(whole)] == whole
+        cut = [s for s in whole if (s.file, s.pos) >= (middle_file, middle)]
+        assert [s.query.split()[0].upper() for s in cut] == ["DROP", "RENAME"]
+        assert dump_statements(client, (middle_file, middle), (str(last_file), int(last_pos)), logs, 4792) == cut
+        before_rename = (whole[-1].file, whole[-1].group)
+        assert dump_statements(client, (middle_file, middle), before_rename, logs, 4793) == cut[:1]

@@ -92,7 +92,8 @@ def _replaying(monkeypatch: pytest.MonkeyPatch, damage: Callable[[list[Any]], li
 
         class Recorder:
             def put(self, item: Any, timeout: float | None = None) -> None:
-                recorded.append(item)
+                # the drain queues a socket read's packets as a list: recorded one packet at a time
+                recorded.extend(bytes(p) for p in item) if isinstance(item, list) else recorded.append(item)
 
         real_drain(self, Recorder())  # the whole dump: it is non-blocking, it ends with the server's EOF
         for item in damage(recorded):

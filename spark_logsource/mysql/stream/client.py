@@ -6,7 +6,8 @@ AuthSwitch, TLS), session variables ``@master_binlog_checksum`` (marks the clien
 ``COM_REGISTER_SLAVE`` and ``COM_BINLOG_DUMP`` (``[0x12][u32 pos][u16 flags][u32 server_id][file name]``) with
 the non-blocking flag, so the server ends the stream with an EOF packet instead of waiting for new events.
 Each event packet is ``0x00`` + the event as in the file; ``0xff`` an error; ``0xfe`` (short) the end. Packets of
-16 MiB - 1 bytes continue in the next packet and are re-joined (pymysql's packet reader).
+16 MiB - 1 bytes continue in the next packet and are re-joined (:mod:`.packets`, which reads the socket in big
+blocks and frames packets without a copy each).
 
 At the start of each file the server sends a *fake* ROTATE (timestamp 0, ``log_pos`` 0, the file name) and
 the file's FDE (``log_pos`` 0 when the dump starts past position 4: not an event of the range); MariaDB adds a
@@ -14,11 +15,11 @@ fake GTID_LIST (flag ARTIFICIAL) and, while idle, HEARTBEAT events. These are co
 gets its position from its own ``log_pos`` (``pos = log_pos - event_size``), never from adding sizes, because
 the server omits events a client did not ask for.
 
-A background thread drains the socket into a bounded queue, so a consumer that pauses (building Arrow batches,
-a slow Spark task) does not stall the server's writes into ``net_write_timeout``. Errors become
-:class:`~spark_logsource.errors.SourceError` (or :class:`AuthenticationError`, :class:`DataLossError`) naming
-the server, the position and the server's own message and code. The password is never logged, never in a repr,
-never in an error.
+A background thread drains the socket into a bounded queue (a socket read of packets at a time), so a consumer
+that pauses (building Arrow batches, a slow Spark task) does not stall the server's writes into
+``net_write_timeout``. Errors become :class:`~spark_logsource.errors.SourceError` (or
+:class:`AuthenticationError`, :class:`DataLossError`) naming the server, the position and the server's own message
+and code. The password is never logged, never in a repr, never in an error.
 """
 
 from __future__ import annotations
@@ -29,18 +30,18 @@ import queue
 import struct
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from spark_logsource.errors import AuthenticationError, DataLossError, OptionError, SourceError, UnavailableError
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.checksum import CHECKSUM_ALG_CRC32, CRC_LEN, event_crc_ok
-from spark_logsource.mysql.binlog.events import MAX_EVENT_SIZE, BinlogEvent
+from spark_logsource.mysql.binlog.events import MAX_EVENT_SIZE, BinlogEvent, Resume
 from spark_logsource.mysql.binlog.fde import FormatDescription, decode_fde
 from spark_logsource.mysql.binlog.header import HEADER_LEN, unpack_header
-from spark_logsource.mysql.stream.connection import connect
-from spark_logsource.net import Secret, connect_tcp
-from spark_logsource.streaming.retry import Reconnect
+from spark_logsource.mysql.stream.connection import ConnectionSettings, connect, greeting_problem, parse_uri
+from spark_logsource.mysql.stream.packets import PacketBatch, PacketFramer, PacketTooLarge
+from spark_logsource.net import Secret
 
 __all__ = ["COM_BINLOG_DUMP", "COM_REGISTER_SLAVE", "ConnectionSettings", "DumpEvent", "ReplicationClient",
            "Secret", "parse_uri"]
@@ -80,61 +81,14 @@ ER_CONNECTION_KILLED = 1927
 #: The server is gone, going or not there yet: a restart or a failover; worth reconnecting (streaming/retry.py).
 UNAVAILABLE_CODES = frozenset({CR_CONN_HOST_ERROR, CR_SERVER_GONE, CR_SERVER_LOST, ER_SERVER_SHUTDOWN,
                                ER_CONNECTION_KILLED})
-#: A MySQL / MariaDB server's first packet: 3-byte length, sequence 0, protocol version 10.
-HANDSHAKE_V10 = 10
-#: Events waiting in the drain queue at most (each at most one event, itself capped by max_allowed_packet).
-QUEUE_EVENTS = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionSettings:
-    """Where and as whom to connect; ``source`` is ``mysql://host:port`` (no user, no password) for messages."""
-
-    host: str
-    port: int
-    user: str
-    password: Secret = field(repr=False)
-    connect_timeout: float = 10.0
-    heartbeat_period: float = 1.0
-    #: how long a lost or refused connection is retried (``reconnectTimeout``)
-    reconnect: Reconnect = field(default_factory=Reconnect)
-
-    @property
-    def source(self) -> str:
-        return f"mysql://{self.host}:{self.port}"
-
-    @property
-    def read_timeout(self) -> float:
-        """Three heartbeat periods: a server that says nothing for that long is gone."""
-        return max(3 * self.heartbeat_period, 5.0)
-
-
-def parse_uri(uri: str | None, password: str | None, *, heartbeat_period: float = 1.0,
-              connect_timeout: float = 10.0, reconnect: Reconnect | None = None) -> ConnectionSettings:
-    """``mysql://user@host:port`` (port 3306 by default). A password in the URI is refused: use ``password``."""
-    if not uri:
-        raise OptionError("uri", "the server to replicate from is required: mysql://user@host:3306")
-    scheme, sep, rest = uri.partition("://")
-    if not sep or scheme.lower() not in ("mysql", "mariadb"):
-        raise OptionError("uri", "expected mysql://user@host:port")
-    rest = rest.split("/", 1)[0]
-    userinfo, at, hostport = rest.rpartition("@")
-    if not at or not userinfo:
-        raise OptionError("uri", "expected mysql://user@host:port (the user is missing)")
-    if ":" in userinfo:
-        raise OptionError("uri", "put the password in the password option, not in the URI")
-    host, colon, port_text = hostport.rpartition(":")
-    if not colon:
-        host, port_text = hostport, "3306"
-    host = host.strip("[]")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise OptionError("uri", f"bad port {port_text!r}") from None
-    if not host or not 0 < port < 65536:
-        raise OptionError("uri", "expected mysql://user@host:port")
-    return ConnectionSettings(host, port, userinfo, Secret(password), connect_timeout, heartbeat_period,
-                              reconnect or Reconnect())
+#: Socket reads waiting in the drain queue at most (each a list of packets, about a socket block of
+#: :data:`.packets.BLOCK` bytes, or one packet capped by max_allowed_packet).
+QUEUE_BATCHES = 64
+#: The consumer takes what is queued up to about this many bytes at a time: the window a run of rows events is
+#: read from (:meth:`ReplicationClient.dump`).
+WINDOW_BYTES = 4 << 20
+#: Events the dump consumes itself (when the server made them up) or steps over (heartbeats): the slow path.
+_CONSUMED = frozenset({et.ROTATE, et.FORMAT_DESCRIPTION, et.HEARTBEAT, et.HEARTBEAT_V2, et.MARIA_GTID_LIST})
 
 
 @dataclass(slots=True)
@@ -144,6 +98,10 @@ class DumpEvent:
     file: str
     event: BinlogEvent
     fde: FormatDescription
+    #: the buffer of the events received with this one that follow each other in the file, and the file offset of
+    #: its first byte (None: the event has no position of its own)
+    window: tuple[bytes, int] | None = None
+    crc_len: int = 0
 
 
 class ReplicationClient:
@@ -174,42 +132,11 @@ class ReplicationClient:
             args = getattr(exc, "args", ())
             code = args[0] if args and isinstance(args[0], int) else None
             if code is None or code == CR_SERVER_LOST:  # the handshake went wrong: is this a MySQL server?
-                not_mysql = self._greeting_problem()
+                not_mysql = greeting_problem(self.settings)
                 if not_mysql is not None:
                     raise not_mysql from None
             raise self.error(exc, None, "cannot connect") from None
         return self
-
-    def _greeting_problem(self) -> SourceError | None:
-        """Why the server's port does not speak MySQL (a Tarantool greeting, other bytes, silence), or None.
-
-        Asked only after a failed handshake, on a connection of its own: pymysql reports a foreign greeting as a
-        packet sequence error, and silence as a lost connection.
-        """
-        s = self.settings
-        where = f"{s.host}:{s.port}"
-        try:
-            sock = connect_tcp(s.host, s.port, s.source, connect_timeout=s.connect_timeout,
-                               read_timeout=s.connect_timeout, error=UnavailableError)
-        except UnavailableError as exc:
-            return exc
-        try:
-            with sock:
-                head = sock.recv(64)
-        except TimeoutError:
-            return SourceError(s.source, None, f"no greeting within {s.connect_timeout:g} s from {where}: not a "
-                                               "MySQL/MariaDB port, or the server is hung (connectTimeout)")
-        except OSError:
-            return None  # reset: the server is going away; the handshake's own error says so
-        if not head:
-            return None  # closed at once: a server starting or stopping; the handshake's own error says so
-        if head.startswith(b"Tarantool"):
-            return SourceError(s.source, None, f"{where} is not a MySQL/MariaDB server: it greeted as Tarantool "
-                                               "(read it with tarantool-replication)")
-        if len(head) > 4 and head[3] == 0 and head[4] in (HANDSHAKE_V10, 0xFF):
-            return None  # a MySQL greeting (or its error packet): the handshake's own error says what failed
-        shown = head[:24].decode("ascii", "replace").strip()
-        return SourceError(s.source, None, f"{where} is not a MySQL/MariaDB server: its greeting starts {shown!r}")
 
     def close(self) -> None:
         self._stop.set()
@@ -363,11 +290,18 @@ class ReplicationClient:
         except Exception as exc:
             raise self.error(exc, where, "COM_REGISTER_SLAVE") from None
 
-    def dump(self, file: str, pos: int, server_id: int, *, gtid_start: str | None = None) -> Iterator[DumpEvent]:
+    def dump(self, file: str, pos: int, server_id: int, *, gtid_start: str | None = None,
+             resume: Resume | None = None, only: frozenset[int] | None = None) -> Iterator[DumpEvent]:
         """The events of the binlogs from ``file:pos`` to the server's current end (non-blocking dump).
 
         Fake ROTATE / FDE (log_pos 0) / fake GTID_LIST and heartbeats are consumed; with ``gtid_start`` the server
         chooses the file (MariaDB ``@slave_connect_state``) and the events before the GTID are not sent.
+
+        Each event comes with its ``window``: the events received with it that follow one another in the file,
+        as one buffer (the file offset of its first byte beside it), so that a consumer can hand a run of rows
+        events to the kernel as the file reader does; it then sets ``resume.at`` to the offset after them, and the
+        dump goes on there (:class:`~spark_logsource.mysql.binlog.events.Resume`). ``only``: the events of these
+        types alone; the others are stepped over by their headers (no copy, no CRC check).
         """
         where = f"{file}:{pos}" if gtid_start is None else f"GTID {gtid_start}"
         self._prepare_dump(server_id, gtid_start, where)
@@ -377,25 +311,40 @@ class ReplicationClient:
             self._command(COM_BINLOG_DUMP, payload)
         except Exception as exc:
             raise self.error(exc, where, "COM_BINLOG_DUMP") from None
-        packets: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_EVENTS)
+        packets: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_BATCHES)
         self._stop.clear()
         self._drain = threading.Thread(target=self._drain_socket, args=(packets,), name="binlog-dump-drain",
                                        daemon=True)
         self._drain.start()
-        yield from self._frames(packets, file, pos, where)
+        yield from self._frames(packets, file, pos, resume, only)
 
     def _drain_socket(self, packets: queue.Queue[Any]) -> None:
-        """Read packets as fast as the server sends them (see the module docstring) until the EOF or an error."""
-        conn = self._conn
+        """Read the socket as fast as the server sends (see the module docstring) until the EOF or an error; queue
+        the packets' payloads a socket read at a time (a list of them), or the error."""
+        import pymysql.err
+
+        rfile = self._conn._rfile  # pymysql's buffered reader: it may hold bytes already read from the socket
+        framer = PacketFramer()
         while not self._stop.is_set():
             try:
-                data = conn._read_packet().get_all_data()
-            except BaseException as exc:
-                item: Any = exc
-            else:
-                item = data
-            self._hand_over(packets, item)
-            if not isinstance(item, bytes) or (item[:1] == b"\xfe" and len(item) < 9):
+                n = rfile.readinto1(framer.room())
+            except BaseException as exc:  # the same error pymysql's own packet reader raises
+                lost = pymysql.err.OperationalError(CR_SERVER_LOST, f"Lost connection to MySQL server during query "
+                                                                    f"({exc})")
+                self._hand_over(packets, lost if isinstance(exc, OSError | ValueError) else exc)
+                return
+            if not n:
+                self._hand_over(packets, pymysql.err.OperationalError(
+                    CR_SERVER_LOST, "Lost connection to MySQL server during query"))
+                return
+            try:
+                batch = framer.feed(n)
+            except PacketTooLarge as exc:
+                self._hand_over(packets, exc)
+                return
+            if batch:
+                self._hand_over(packets, batch)
+            if framer.done:
                 return
 
     def _hand_over(self, packets: queue.Queue[Any], item: Any) -> None:
@@ -407,66 +356,167 @@ class ReplicationClient:
             except queue.Full:
                 continue
 
-    def _frames(self, packets: queue.Queue[Any], file: str, pos: int, where: str) -> Iterator[DumpEvent]:
+    def _next_payloads(self, packets: queue.Queue[Any], where: str) -> tuple[list[Any], BaseException | None]:
+        """The payloads queued now (waiting for the first), up to about :data:`WINDOW_BYTES`, and the error that
+        came after them (None: none yet)."""
+        timeout = self.settings.read_timeout + 5
+        try:
+            item = packets.get(timeout=timeout)
+        except queue.Empty:
+            raise SourceError(self.settings.source, where, f"the dump stalled: no event, heartbeat or end for "
+                                                           f"{timeout:.0f} s") from None
+        payloads: list[Any] = []
+        size = 0
+        while True:
+            if isinstance(item, BaseException):
+                return payloads, item
+            if isinstance(item, PacketBatch):
+                payloads.extend(item)
+                size += item.nbytes
+            elif isinstance(item, list):
+                payloads.extend(item)
+                size += sum(len(p) for p in item)
+            else:  # one payload (bytes)
+                payloads.append(item)
+                size += len(item)
+            if size >= WINDOW_BYTES:
+                return payloads, None
+            try:
+                item = packets.get_nowait()
+            except queue.Empty:
+                return payloads, None
+
+    def _frames(self, packets: queue.Queue[Any], file: str, pos: int, resume: Resume | None,
+                only: frozenset[int] | None) -> Iterator[DumpEvent]:
         current = file
         fde: FormatDescription | None = None
         crc_len = 0
         last_pos = pos
+        source = self.settings.source
+        verify = self.verify_checksums
+        # ``only``: the types not stepped over (those asked for, and those the dump consumes itself)
+        kept = None if only is None else only | _CONSUMED
+        # the current window: events that follow one another in the file, (offset, header) of each, their bytes
+        run: list[tuple[int, tuple[int, ...]]] = []
+        parts: list[Any] = []
+        run_start = run_end = -1
+
+        def flush() -> Iterator[DumpEvent]:
+            nonlocal run_start, run_end
+            if not run:
+                return
+            window = parts[0].tobytes() if len(parts) == 1 and isinstance(parts[0], memoryview) else b"".join(parts)
+            assert fde is not None
+            events, base = list(run), run_start
+            run.clear()
+            parts.clear()
+            run_start = run_end = -1
+            for start, h in events:
+                if resume is not None and resume.at is not None:
+                    if start < resume.at:
+                        continue  # read by the consumer within an earlier event's window
+                    resume.at = None
+                ts, type_code, sid, size, log_pos, flags = h
+                at = start - base
+                if verify and crc_len and not event_crc_ok(memoryview(window)[at:at + size]):
+                    raise SourceError(source, f"{current}:{start}",
+                                      f"CRC32 mismatch in a {size}-byte event of type {type_code}")
+                yield DumpEvent(current, BinlogEvent(start, log_pos, ts, type_code, sid, size, log_pos, flags,
+                                                     window[at + HEADER_LEN:at + size - crc_len]), fde,
+                                (window, base), crc_len)
+
         while True:
-            try:
-                item = packets.get(timeout=self.settings.read_timeout + 5)
-            except queue.Empty:
-                raise SourceError(self.settings.source, f"{current}:{last_pos}",
-                                  "the dump stalled: no event, heartbeat or end for "
-                                  f"{self.settings.read_timeout + 5:.0f} s") from None
-            if isinstance(item, BaseException):
-                raise self.error(item, f"{current}:{last_pos}", "reading the binlog dump") from None
-            data: bytes = item
-            if data[:1] == b"\xfe" and len(data) < 9:
-                return  # the non-blocking dump reached the server's end
-            if data[:1] != b"\x00":
-                raise SourceError(self.settings.source, f"{current}:{last_pos}",
-                                  f"unexpected packet 0x{data[:1].hex()} in the dump")
-            raw = data[1:]
-            if len(raw) < HEADER_LEN:
-                raise SourceError(self.settings.source, f"{current}:{last_pos}",
-                                  f"an event packet of {len(raw)} bytes")
-            ts, type_code, sid, size, log_pos, flags = unpack_header(raw, 0)
-            if size != len(raw) or size > MAX_EVENT_SIZE:
-                raise SourceError(self.settings.source, f"{current}:{last_pos}",
-                                  f"event size {size} in a packet of {len(raw)} bytes")
-            if type_code == et.ROTATE and (log_pos == 0 or flags & FLAG_ARTIFICIAL):
-                # the fake ROTATE opening each file: before the first FDE its CRC follows @master_binlog_checksum
-                current = _rotate_name(raw, None if fde is None else crc_len)
-                last_pos = int.from_bytes(raw[HEADER_LEN:HEADER_LEN + 8], "little")
-                continue
-            if type_code == et.FORMAT_DESCRIPTION:
-                try:
-                    fde = decode_fde(raw, path=f"{self.settings.source}/{current}", offset=4)
-                except Exception as exc:
-                    raise SourceError(self.settings.source, f"{current}:4", f"bad FORMAT_DESCRIPTION_EVENT: {exc}"
-                                      ) from None
-                crc_len = CRC_LEN if fde.checksum_alg == CHECKSUM_ALG_CRC32 else 0
-                if log_pos == 0:
-                    continue  # the dump started past this file's FDE: not an event of the range
-            if fde is None:
-                raise SourceError(self.settings.source, f"{current}:{last_pos}",
-                                  f"event type {type_code} before any FORMAT_DESCRIPTION_EVENT")
-            if type_code in (et.HEARTBEAT, et.HEARTBEAT_V2):
-                continue
-            if type_code == et.MARIA_GTID_LIST and (flags & FLAG_ARTIFICIAL or ts == 0):
-                last_pos = log_pos or last_pos
-                continue  # MariaDB's marker of the point a GTID start reached
-            if self.verify_checksums and crc_len and not event_crc_ok(raw):
-                raise SourceError(self.settings.source, f"{current}:{log_pos - size}",
-                                  f"CRC32 mismatch in a {size}-byte event of type {type_code}")
-            if log_pos:
+            payloads, error = self._next_payloads(packets, f"{current}:{last_pos}")
+            for data in payloads:
+                if kept is not None and len(data) > HEADER_LEN and data[0] == 0 and data[5] not in kept:
+                    continue  # not asked for (``only``): stepped over by its type byte alone
+                if len(data) > HEADER_LEN and data[0] == 0 and fde is not None:
+                    # the bulk of a dump: an event of the range that follows the one before it in the file
+                    h = unpack_header(data, 1)
+                    type_code, size, log_pos = h[1], h[3], h[4]
+                    if (log_pos and size == len(data) - 1 and type_code not in _CONSUMED and size <= MAX_EVENT_SIZE
+                            and (only is None or type_code in only)):
+                        start = log_pos - size
+                        if start != run_end:
+                            yield from flush()
+                            run_start = start
+                        run.append((start, h))
+                        parts.append(data[1:])
+                        run_end = last_pos = log_pos
+                        continue
+                if len(data) < 9 and data[:1] == b"\xfe":
+                    yield from flush()
+                    return  # the non-blocking dump reached the server's end
+                if data[:1] != b"\x00":
+                    yield from flush()
+                    raise self._packet_error(bytes(data), f"{current}:{last_pos}")
+                raw = memoryview(data)[1:]
+                if len(raw) < HEADER_LEN:
+                    raise SourceError(source, f"{current}:{last_pos}", f"an event packet of {len(raw)} bytes")
+                h = unpack_header(raw, 0)
+                ts, type_code, sid, size, log_pos, flags = h
+                if size != len(raw) or size > MAX_EVENT_SIZE:
+                    raise SourceError(source, f"{current}:{last_pos}",
+                                      f"event size {size} in a packet of {len(raw)} bytes")
+                if type_code == et.ROTATE and (log_pos == 0 or flags & FLAG_ARTIFICIAL):
+                    # the fake ROTATE opening each file: before the first FDE its CRC follows @master_binlog_checksum
+                    yield from flush()
+                    current = _rotate_name(raw.tobytes(), None if fde is None else crc_len)
+                    last_pos = int.from_bytes(raw[HEADER_LEN:HEADER_LEN + 8], "little")
+                    continue
+                if type_code == et.FORMAT_DESCRIPTION:
+                    yield from flush()
+                    try:
+                        fde = decode_fde(raw.tobytes(), path=f"{source}/{current}", offset=4)
+                    except Exception as exc:
+                        raise SourceError(source, f"{current}:4", f"bad FORMAT_DESCRIPTION_EVENT: {exc}") from None
+                    crc_len = CRC_LEN if fde.checksum_alg == CHECKSUM_ALG_CRC32 else 0
+                    if log_pos == 0:
+                        continue  # the dump started past this file's FDE: not an event of the range
+                if fde is None:
+                    raise SourceError(source, f"{current}:{last_pos}",
+                                      f"event type {type_code} before any FORMAT_DESCRIPTION_EVENT")
+                if type_code in (et.HEARTBEAT, et.HEARTBEAT_V2):
+                    continue
+                if type_code == et.MARIA_GTID_LIST and (flags & FLAG_ARTIFICIAL or ts == 0):
+                    last_pos = log_pos or last_pos
+                    continue  # MariaDB's marker of the point a GTID start reached
+                if only is not None and type_code not in only:
+                    last_pos = log_pos or last_pos
+                    continue
+                if not log_pos:
+                    # MariaDB 11.4+ in-transaction events carry no position: keep the last one; no window
+                    yield from flush()
+                    if verify and crc_len and not event_crc_ok(raw):
+                        raise SourceError(source, f"{current}:{last_pos}",
+                                          f"CRC32 mismatch in a {size}-byte event of type {type_code}")
+                    if resume is not None:
+                        resume.at = None
+                    yield DumpEvent(current, BinlogEvent(last_pos, last_pos, ts, type_code, sid, size, log_pos,
+                                                         flags, raw[HEADER_LEN:size - crc_len].tobytes()), fde,
+                                    None, crc_len)
+                    continue
                 start = log_pos - size
-                last_pos = log_pos
-            else:  # MariaDB 11.4+ in-transaction events carry no position: keep the last one
-                start = last_pos
-            yield DumpEvent(current, BinlogEvent(start, last_pos, ts, type_code, sid, size, log_pos, flags,
-                                                 raw[HEADER_LEN:size - crc_len]), fde)
+                if start != run_end:
+                    yield from flush()
+                    run_start = start
+                run.append((start, h))
+                parts.append(raw)
+                run_end = last_pos = log_pos
+            yield from flush()
+            if error is not None:
+                raise self.error(error, f"{current}:{last_pos}", "reading the binlog dump") from None
+
+    def _packet_error(self, data: bytes, where: str) -> SourceError | DataLossError:
+        """Our error for an error packet (``0xff``: the server's code and message), or any other unexpected one."""
+        if data[:1] != b"\xff":
+            return SourceError(self.settings.source, where, f"unexpected packet 0x{data[:1].hex()} in the dump")
+        import pymysql.err
+
+        try:
+            pymysql.err.raise_mysql_exception(data)
+        except Exception as exc:
+            return self.error(exc, where, "reading the binlog dump")
 
     def find_gtid_position(self, gtid_state: str, server_id: int) -> tuple[str, int]:
         """Where MariaDB would start replicating after ``gtid_state``: ``(file, pos)`` of that boundary.

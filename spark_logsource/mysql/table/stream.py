@@ -2,10 +2,11 @@
 
 - The directory tail (:mod:`spark_logsource.mysql.stream.tail`) reads the statements from the binlog files: a walk
   over QUERY and GTID event headers, the bodies of QUERY events only.
-- The live source (:mod:`spark_logsource.mysql.replication_format`) asks the server: ``SHOW BINLOG EVENTS IN
-  'file' FROM pos LIMIT n`` lists each event with the statement text of QUERY events (``Info``: ``use `db`;
-  statement`` when the statement had a default database), so the driver never dumps the rows to find the DDL.
-  It needs the BINLOG MONITOR privilege (MariaDB; MySQL: REPLICATION SLAVE), which the live source already has.
+- The live source (:mod:`spark_logsource.mysql.replication_format`) dumps the range from the server as a replica
+  (``serverId + 1024``) and decodes its QUERY events only, stepping over the others by their type byte. A user
+  without REPLICATION SLAVE may not dump: then the server lists the events with ``SHOW BINLOG EVENTS IN 'file'
+  FROM pos LIMIT n``, the statement text of QUERY events in ``Info`` (``use `db`; statement`` when the statement
+  had a default database), which needs BINLOG MONITOR (MariaDB; MySQL: REPLICATION SLAVE).
 
 ``docs/formats/mysql-typed.md`` "Streaming" states the rules.
 """
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.errors import AuthenticationError, CorruptDataError, OptionError
 from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
@@ -100,7 +101,64 @@ def file_statements(uri: str, name: str, begin: int | None, stop: int | None,
 
 # -- the live source ---------------------------------------------------------------------------------------------
 def live_statements(client: ReplicationClient, first: tuple[str, int], last: tuple[str, int] | None,
-                    logs: Sequence[tuple[str, int]]) -> list[DdlStatement]:
+                    logs: Sequence[tuple[str, int]], server_id: int | None = None) -> list[DdlStatement]:
+    """The DDL statements of the server's binlogs in ``[first, last)`` (``last`` None: to the end).
+
+    With ``server_id``, read from a binlog dump of the range (:func:`dump_statements`), falling back to
+    ``SHOW BINLOG EVENTS`` (:func:`shown_statements`) when the user may not dump (no REPLICATION SLAVE).
+    """
+    if server_id is not None:
+        try:
+            return dump_statements(client, first, last, logs, server_id)
+        except AuthenticationError as exc:
+            log.info("%s: the DDL of the range from SHOW BINLOG EVENTS: %s", client.settings.source, exc)
+    return shown_statements(client, first, last, logs)
+
+
+def dump_statements(client: ReplicationClient, first: tuple[str, int], last: tuple[str, int] | None,
+                    logs: Sequence[tuple[str, int]], server_id: int) -> list[DdlStatement]:
+    """The DDL statements in ``[first, last)`` from a dump of the range as replica ``server_id``: only the QUERY
+    bodies are decoded; the other events are stepped over by their headers (the executors check their CRCs).
+
+    A dump over loopback moves a binlog's bytes at memory speed, while ``SHOW BINLOG EVENTS`` makes the server
+    describe, and the driver parse, a row for every event of the range. The dump has a connection of its own (a
+    connection that dumped takes no more commands); ``client`` stays usable."""
+    from spark_logsource.mysql.stream.client import ReplicationClient
+
+    names = [n for n, _size in logs]
+    if first[0] not in names:
+        return []
+    out: list[DdlStatement] = []
+    group: int | None = None
+    only = frozenset(QUERY_TYPES) | frozenset(GROUP_TYPES)
+    stop_at = None if last is None else (binlog_number(last[0])[1], last[1])
+    source = client.settings.source
+    with ReplicationClient(client.settings, verify_checksums=client.verify_checksums) as dumper:
+        for item in dumper.dump(first[0], max(first[1], FILE_START), server_id, only=only):
+            ev = item.event
+            if stop_at is not None and (binlog_number(item.file)[1], ev.pos) >= stop_at:
+                break
+            if ev.type_code in GROUP_TYPES:
+                group = ev.pos
+                continue
+            try:
+                q = decode_query(ev.body, compressed=ev.type_code == et.MARIA_QUERY_COMPRESSED,
+                                 path=f"{source}/{item.file}", offset=ev.pos + HEADER_LEN,
+                                 post_header_len=item.fde.post_header_len(et.QUERY, 13))
+            except CorruptDataError as exc:
+                log.warning("%s/%s: a QUERY event the driver cannot read (the tasks report it): %s", source,
+                            item.file, exc)
+                group = None
+                continue
+            if is_ddl_text(q["query"]):
+                out.append(DdlStatement(item.file, ev.pos, group if group is not None else ev.pos,
+                                        q["schema"] or None, q["query"]))
+            group = None
+    return out
+
+
+def shown_statements(client: ReplicationClient, first: tuple[str, int], last: tuple[str, int] | None,
+                     logs: Sequence[tuple[str, int]]) -> list[DdlStatement]:
     """The DDL statements of the server's binlogs in ``[first, last)`` (``last`` None: to the end), found with
     ``SHOW BINLOG EVENTS`` (the module docstring)."""
     names = [n for n, _size in logs]
@@ -142,7 +200,8 @@ def live_statements(client: ReplicationClient, first: tuple[str, int], last: tup
     return out
 
 
-def live_table_view(fmt: MysqlBinlogFormat, client: ReplicationClient) -> tuple[TableView, TableHistory]:
+def live_table_view(fmt: MysqlBinlogFormat, client: ReplicationClient, server_id: int | None = None
+                    ) -> tuple[TableView, TableHistory]:
     """The view of a live source: the union of the layouts of the DDL in the binlogs the server still has and of
     the table's layout now (``SHOW CREATE TABLE``, on the server itself unless ``schemaFrom`` names another
     source); its history (positions: binlog numbers)."""
@@ -155,7 +214,7 @@ def live_table_view(fmt: MysqlBinlogFormat, client: ReplicationClient) -> tuple[
     catalog = TableView._ddl_file(options.ddl_path or "", options.database) if options.schema_from == "ddl" \
         else Catalog()
     if logs:
-        for st in live_statements(client, (logs[0][0], FILE_START), None, logs):
+        for st in live_statements(client, (logs[0][0], FILE_START), None, logs, server_id):
             catalog.apply(st.query, st.schema, (file_number(st.file), st.pos))
     today = TableView._server_layout(options) if options.schema_from in ("server", "live") else None
     history = catalog.resolve(options.database, options.table)
