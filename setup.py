@@ -45,6 +45,7 @@ kernels = [
     _kernel("tarantool._frames"),
     _kernel("memcached._kernel", "_native", "memcached"),
     _kernel("mysql._kernel", "_native", "mysql", parts=("values", "plans", "images", "typed", "runs", "text")),
+    _kernel("yugabyte._kernel", "_native", "yugabyte", parts=("specs", "proto")),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 
@@ -81,7 +82,8 @@ setup(
     cmdclass={"build_ext": BuildKernels},
     # py.typed (PEP 561): type checkers of a project that calls spark_logsource use the package's annotations
     package_data={"spark_logsource": ["py.typed"], "spark_logsource.tarantool": ["_kernel.pyi", "_frames.pyi"],
-                  "spark_logsource.mysql": ["_kernel.pyi"], "spark_logsource.memcached": ["_kernel.pyi"]},
+                  "spark_logsource.mysql": ["_kernel.pyi"], "spark_logsource.memcached": ["_kernel.pyi"],
+                  "spark_logsource.yugabyte": ["_kernel.pyi"]},
     install_requires=[
         "pyarrow>=15",
         "msgpack>=1.0",
@@ -117,7 +119,8 @@ setup(
                  "deltalake>=1.0"],
         # notebooks/: the change-rate plot is drawn with matplotlib (on Databricks it is preinstalled)
         "notebooks": ["pyspark>=4.0", "pandas>=2.2,<3", "matplotlib>=3.7"],
-        "bench": ["mysql-replication>=1.0", "pymysql>=1.1"],
+        # py-spy: bench_spark_handover.py --py-spy samples Spark's Python workers (a sampling profiler from outside)
+        "bench": ["mysql-replication>=1.0", "pymysql>=1.1", "py-spy>=0.3"],
         # mysql-replication (live MySQL/MariaDB): pymysql does the client handshake and login (auth plugins,
         # AuthSwitch, TLS, caching_sha2 with RSA) and re-joins packets over 16 MiB; pure Python, well kept, and
         # already what the tests talk to the server with. The dump commands and events are our own code.

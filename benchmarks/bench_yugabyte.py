@@ -5,10 +5,14 @@ Builds (once) a WAL directory of at least ``--ops`` operations by copying the fi
 preallocated zeros per copy do not dominate), then measures:
 
 - framing: every segment opened, every entry header and body CRC checked, nothing decoded (the limit);
-- ``iter_batches`` of the operations view and of the writes view (rows/s, and ops/s as a ratio to framing);
+- ``iter_batches`` of the operations view and of the writes view (rows/s, and ops/s as a ratio to framing), with
+  the C kernel (``yugabyte/_kernel.c``: the operations view) and with the pure-Python reference
+  (``SPARK_LOGSOURCE_PURE_PYTHON=1``), side by side in one run;
 - ``spark.read.format("yugabyte-wal")`` on ``local[2]``, aggregating every row.
 
-    .venv/bin/python benchmarks/bench_yugabyte.py --ops 1000000 [--dir /tmp/yb-bench] [--no-spark]
+    .venv/bin/python benchmarks/bench_yugabyte.py --ops 1000000 [--dir /tmp/yb-bench] [--no-spark] [--repeat 3]
+
+Prints a markdown table: seconds, rows/s, and the ratio to the framing walk (best of ``--repeat`` runs each).
 """
 
 from __future__ import annotations
@@ -93,12 +97,20 @@ def framing(directory: Path) -> tuple[float, int]:
     return time.perf_counter() - start, batches
 
 
-def arrow(directory: Path, view: str) -> tuple[float, int]:
-    start = time.perf_counter()
-    rows = 0
-    for batch in iter_batches("yugabyte-wal", str(directory), view=view, includeSuperseded=True):
-        rows += batch.num_rows
-    return time.perf_counter() - start, rows
+def arrow(directory: Path, view: str, twin: str) -> tuple[float, int]:
+    """``iter_batches`` of ``view`` on the C kernel (``c``) or the pure-Python reference (``python``)."""
+    if twin == "python":
+        os.environ["SPARK_LOGSOURCE_PURE_PYTHON"] = "1"
+    else:
+        os.environ.pop("SPARK_LOGSOURCE_PURE_PYTHON", None)
+    try:
+        start = time.perf_counter()
+        rows = 0
+        for batch in iter_batches("yugabyte-wal", str(directory), view=view, includeSuperseded=True):
+            rows += batch.num_rows
+        return time.perf_counter() - start, rows
+    finally:
+        os.environ.pop("SPARK_LOGSOURCE_PURE_PYTHON", None)
 
 
 def spark(directory: Path, view: str) -> tuple[float, int]:
@@ -122,16 +134,23 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/yb-wal-bench"))
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs of each measurement")
     args = parser.parse_args()
     ops, files = build(args.dir, args.ops)
-    print(f"WAL directory {args.dir}: {ops} operations in {files} segments")
-    secs, batches = framing(args.dir)
-    frame_rate = ops / secs
-    print(f"framing (CRC only): {secs:.1f} s, {batches} batches, {frame_rate:,.0f} ops/s")
+    print(f"WAL directory {args.dir}: {ops} operations in {files} segments; load average {os.getloadavg()[0]:.2f}\n")
+    framing(args.dir)  # warm: the page cache and the imports count for neither side
+    runs = [("framing walk (CRC only; rows: entry batches)", lambda: framing(args.dir))]
     for view in ("operations", "writes"):
-        secs, rows = arrow(args.dir, view)
-        print(f"iter_batches view={view}: {secs:.1f} s, {rows} rows, {rows / secs:,.0f} rows/s, "
-              f"{ops / secs:,.0f} ops/s = {ops / secs / frame_rate:.2f} x framing")
+        for twin in ("c", "python"):
+            runs.append((f"iter_batches view={view}, {twin}", lambda v=view, t=twin: arrow(args.dir, v, t)))
+    print("| run | seconds | rows | rows/s | ops/s ÷ framing |")
+    print("|---|---|---|---|---|")
+    frame_rate = 0.0
+    for name, run in runs:
+        secs, rows = min((run() for _ in range(args.repeat)), key=lambda r: r[0])
+        frame_rate = frame_rate or ops / secs
+        print(f"| {name} | {secs:.2f} | {rows} | {rows / secs:,.0f} | {ops / secs / frame_rate:.2f}× |")
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     if not args.no_spark:
         for view in ("operations", "writes"):
             secs, rows = spark(args.dir, view)

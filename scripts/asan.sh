@@ -22,7 +22,7 @@ else
   selection=(-m "not spark" tests/kernels tests/tarantool/test_kernel.py tests/tarantool/test_kernel_maps.py
              tests/tarantool/test_bad_input.py tests/mysql/test_kernel.py tests/mysql/test_rows_run.py
              tests/mysql/test_bad_input.py tests/mysql_typed/test_typed_kernel.py tests/mysql_typed/test_json_kernel.py
-             tests/memcached/test_decode_property.py tests/mysql_snapshot/test_fast.py)
+             tests/memcached/test_decode_property.py tests/mysql_snapshot/test_fast.py tests/yugabyte/test_kernel.py)
 fi
 
 cd "$work"
@@ -37,7 +37,7 @@ import sys
 os.environ.pop("LD_PRELOAD")
 import pytest
 
-for name in ("tarantool._kernel", "tarantool._frames", "mysql._kernel", "memcached._kernel"):
+for name in ("tarantool._kernel", "tarantool._frames", "mysql._kernel", "memcached._kernel", "yugabyte._kernel"):
     kernel = importlib.import_module(f"spark_logsource.{name}")  # fails when the sanitized build did not build it
     if not kernel.__file__.startswith(os.getcwd()):
         raise SystemExit(f"asan: imported {kernel.__file__}, not the sanitized build in {os.getcwd()}")

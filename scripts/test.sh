@@ -40,7 +40,7 @@ pure_rc=0
 # cost minutes of waiting on servers.
 SPARK_LOGSOURCE_PURE_PYTHON=1 timeout -k 60 "$PASS_LIMIT" .venv/bin/python -m pytest -q -p no:cacheprovider -m "not spark" \
   tests/kernels tests/tarantool tests/tarantool_live tests/tarantool_typed tests/mysql tests/mysql_typed \
-  tests/memcached || pure_rc=$?
+  tests/memcached tests/yugabyte || pure_rc=$?
 asan_rc=0 py312_rc=0 deploy_rc=0
 wait "$asan_pid" || asan_rc=$?
 wait "$py312_pid" || py312_rc=$?

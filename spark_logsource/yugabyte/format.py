@@ -34,7 +34,7 @@ from spark_logsource.io.fs import FileEntry, display_name, list_files, split_que
 from spark_logsource.logformat import CliFlag, LogFormat, Split
 from spark_logsource.options import OptionMap
 from spark_logsource.yugabyte.messages import OP_TYPES
-from spark_logsource.yugabyte.position import SEGMENT_NAME, segment_seqno
+from spark_logsource.yugabyte.position import SEGMENT_NAME
 from spark_logsource.yugabyte.reader import (
     VALUE_FORMATS,
     VIEWS,
@@ -162,17 +162,20 @@ class YugabyteWalFormat(LogFormat):
         everything = (*self.option_predicates, *predicates)
         tables = allowed_values(everything, "table_id")
         tablets = allowed_values(everything, "tablet_id")
-        groups: dict[str, list[FileEntry]] = {}
+        # one display name per file (a directory of a large cluster lists hundreds of thousands of segments)
+        groups: dict[str, list[tuple[int, str, FileEntry]]] = {}
         for entry in files:
-            groups.setdefault(posixpath.dirname(display_name(entry.uri)), []).append(entry)
+            folder, _, base = display_name(entry.uri).rpartition("/")
+            m = SEGMENT_NAME.match(base)
+            groups.setdefault(folder, []).append((int(m.group(1)) if m else 0, entry.uri, entry))
         out = []
         for folder in sorted(groups):
-            entries = sorted(groups[folder], key=lambda e: (segment_seqno(e.uri) or 0, e.uri))
-            table_id, tablet_id = tablet_ids_from_path(entries[0].uri)
+            table_id, tablet_id = tablet_ids_from_path(groups[folder][0][1])
             if tables is not None and table_id not in tables:
                 continue
             if tablets is not None and tablet_id not in tablets:
                 continue
+            entries = [e for _, _, e in sorted(groups[folder], key=lambda k: (k[0], k[1]))]
             out.append(TabletRef(table_id, tablet_id, tuple((e.uri, e.size) for e in entries)))
         return out
 

@@ -22,6 +22,7 @@ __all__ = [
     "decode_footer",
     "decode_header",
     "decode_index_block_header",
+    "kernel_specs",
     "op_type_number",
 ]
 
@@ -332,3 +333,46 @@ def decode_footer(buf: bytes) -> dict[str, Any]:
 def decode_index_block_header(buf: bytes) -> dict[str, Any]:
     """``LogIndexBlockHeaderPB`` by field name."""
     return decode(buf, INDEX_BLOCK_HEADER)
+
+
+#: The field kinds in the order the C kernel numbers them (``yugabyte/_kernel.h``, ``YK_*``).
+KIND_CODES = ("int64", "uint64", "int32", "uint32", "bool", "enum", "fixed64", "double", "fixed32", "float",
+              "bytes", "string", "id", "uuid", "raw", "message")
+
+
+def kernel_specs() -> tuple[list[list[tuple[int, str, int, bool, int, int]]], list[list[tuple[int, str]]], int, int]:
+    """These specs as the C kernel takes them (``_kernel.set_specs``): the messages reachable from ``ReplicateMsg``
+    (each a list of ``(number, name, kind code, repeated, message number or -1, enum number or -1)``), the enums
+    (``(number, name)`` lists), and the numbers of ``ReplicateMsg`` and ``KeyValueWriteBatchPB``.
+
+    The twins read one set of definitions: a field named here is named the same by the kernel.
+    """
+    numbers: dict[int, int] = {}
+    order: list[MessageSpec] = []
+    enums: list[list[tuple[int, str]]] = []
+    enum_numbers: dict[int, int] = {}
+
+    def visit(spec: MessageSpec) -> int:
+        if id(spec) not in numbers:
+            numbers[id(spec)] = len(order)
+            order.append(spec)
+            for fs in spec.fields.values():
+                if fs.message is not None:
+                    visit(fs.message)
+        return numbers[id(spec)]
+
+    visit(REPLICATE_MSG)
+    specs = []
+    for spec in order:
+        fields = []
+        for number, fs in sorted(spec.fields.items()):
+            enum = -1
+            if fs.enum:
+                if id(fs.enum) not in enum_numbers:
+                    enum_numbers[id(fs.enum)] = len(enums)
+                    enums.append(sorted(fs.enum.items()))
+                enum = enum_numbers[id(fs.enum)]
+            sub = numbers[id(fs.message)] if fs.message is not None else -1
+            fields.append((number, fs.name, KIND_CODES.index(fs.kind), fs.repeated, sub, enum))
+        specs.append(fields)
+    return specs, enums, numbers[id(REPLICATE_MSG)], numbers[id(WRITE_BATCH)]

@@ -13,6 +13,9 @@ Entries are held in a small queue until that is known: an entry is final once a 
 ``committed_op_id``) that its index is committed, since Raft never truncates committed entries; what is left at
 the end of the log is not superseded. Superseded entries are dropped unless ``includeSuperseded``.
 
+With the C kernel built, ``view=operations`` in ``valueFormat=variant`` is read through it (``fast.py``: the same
+rows, queue and batches; ``docs/formats/yugabyte-wal.md``, "The C kernel").
+
 Bad data follows the parse mode (FAILFAST raises, PERMISSIVE gives a row with only ``file, offset, table_id,
 tablet_id, segment_seqno`` and the corrupt-record column, DROPMALFORMED logs and skips); an encrypted segment is
 always an error.
@@ -23,7 +26,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +43,7 @@ from spark_logsource.io.fs import display_name, open_input, split_query
 from spark_logsource.options import CommonOptions
 from spark_logsource.yugabyte.catalog import SchemaCatalog
 from spark_logsource.yugabyte.docdb import decode_pairs
+from spark_logsource.yugabyte.fast import FastBuilder, fast_kernel, read_entries_fast
 from spark_logsource.yugabyte.messages import BatchRecord, EntryRecord, decode_batch, has_schema_change
 from spark_logsource.yugabyte.segment import (
     EncryptedWalError,
@@ -334,12 +338,14 @@ class _Builder:
 class _TabletReader:
     """State of one tablet's read: schemas seen, the queue of entries waiting for their superseded flag."""
 
-    def __init__(self, tablet: TabletRef, options: WalReadOptions, builder: _Builder,
+    def __init__(self, tablet: TabletRef, options: WalReadOptions, builder: _Builder | FastBuilder,
                  index_range: tuple[int | None, int | None]) -> None:
         self.tablet = tablet
         self.options = options
         self.mode = options.common.mode
         self.builder = builder
+        # the C kernel's builder keeps the superseded queue itself (fast.py)
+        self.fast = builder if isinstance(builder, FastBuilder) else None
         self.catalog = SchemaCatalog()
         self.pending: deque[_Pending] = deque()
         self.low, self.high = index_range
@@ -347,6 +353,9 @@ class _TabletReader:
     # ---- the superseded queue ----
 
     def _supersede_from(self, index: int) -> None:
+        if self.fast is not None:
+            self.fast.cb.supersede_from(index)
+            return
         for p in self.pending:
             if p.entry is not None and not p.superseded and p.entry.index is not None and p.entry.index >= index:
                 p.superseded = True
@@ -364,14 +373,22 @@ class _TabletReader:
             self._emit(p)
 
     def _emit(self, p: _Pending) -> None:
+        builder = self.builder
+        assert isinstance(builder, _Builder)  # the kernel's builder releases its rows itself
         if p.entry is None:
-            self.builder.add_corrupt(p.seg.path, p.offset, p.seg.seqno, p.error or "")
+            builder.add_corrupt(p.seg.path, p.offset, p.seg.seqno, p.error or "")
             return
         if p.superseded and not self.options.include_superseded:
             return
-        self.builder.add_entry(p)
+        builder.add_entry(p)
 
     def _add(self, seg: _SegmentCtx, offset: int, batch: BatchRecord) -> None:
+        if self.fast is not None:
+            for e in batch.entries:
+                if e.schema is not None:
+                    self.catalog.add(e.schema, e.schema_version)
+            self.fast.add_batch(seg, offset, batch)
+            return
         for e in batch.entries:
             if e.index is not None:
                 self._supersede_from(e.index)
@@ -397,6 +414,9 @@ class _TabletReader:
 
     def _report(self, seg: _SegmentCtx, offset: int, error: CorruptDataError) -> None:
         def keep(e: CorruptDataError) -> None:
+            if self.fast is not None:
+                self.fast.add_corrupt(seg, offset, str(e))
+                return
             self.pending.append(_Pending(seg, offset, None, None, error=str(e)))
             self._release(None)
 
@@ -408,7 +428,10 @@ class _TabletReader:
         ranges = self.tablet.ranges or [None] * len(self.tablet.segments)
         for (uri, size), rng in zip(self.tablet.segments, ranges, strict=True):
             yield from self._read_segment(uri, size, rng)
-        self._release(None, everything=True)
+        if self.fast is not None:
+            self.fast.cb.release_all()
+        else:
+            self._release(None, everything=True)
         yield from self.builder.full_batches()
 
     def _read_segment(self, uri: str, size: int, rng: tuple[int, int | None] | None) -> Iterator[pa.RecordBatch]:
@@ -468,8 +491,22 @@ class _TabletReader:
         start, end = rng if rng is not None else (None, None)
         scanner = EntryScanner(source, info, start=start or None, end=end,
                                verify_checksums=self.options.common.verify_checksums, window=window)
+        if self.fast is not None:
+            entries, low, high = yield from read_entries_fast(self, scanner, seg)
+        else:
+            entries, low, high = yield from self._walk(scanner, info, seg)
+        if info.footer is not None and not scanner.had_corruption and rng is None:
+            problem = footer_mismatch(info.footer, entries, low, high)
+            if problem:
+                self._report(seg, info.footer_offset or 0, CorruptDataError(info.path, info.footer_offset, problem))
+                yield from self.builder.full_batches()
+
+    def _walk(self, scanner: EntryScanner, info: SegmentInfo,
+              seg: _SegmentCtx) -> Generator[pa.RecordBatch, None, tuple[int, int | None, int | None]]:
+        """The reference walk of a scanner's batches: (entries, lowest index, highest index) for the footer check."""
         entries = 0
-        low = high = None
+        low: int | None = None
+        high: int | None = None
         for item in scanner:
             if isinstance(item, BadRange):
                 self._report(seg, item.offset, item.error)
@@ -489,11 +526,7 @@ class _TabletReader:
                     high = e.index if high is None else max(high, e.index)
             self._add(seg, item.offset, batch)
             yield from self.builder.full_batches()
-        if info.footer is not None and not scanner.had_corruption and rng is None:
-            problem = footer_mismatch(info.footer, entries, low, high)
-            if problem:
-                self._report(seg, info.footer_offset or 0, CorruptDataError(info.path, info.footer_offset, problem))
-                yield from self.builder.full_batches()
+        return entries, low, high
 
 
 def footer_mismatch(footer: dict[str, Any], entries: int, low: int | None, high: int | None) -> str | None:
@@ -513,7 +546,15 @@ def iter_tablet_batches(tablets: TabletRef | Sequence[TabletRef], options: WalRe
     """Batches of the rows of ``tablets``, each tablet's segments in log order (rows of several small tablets
     share batches); ``index_range``: inclusive bounds used to skip closed segments by their footers."""
     options = options if options is not None else WalReadOptions()
-    builder = _Builder(options, predicates)
+    kernel = fast_kernel(options.view, options.value_format)
+    builder: _Builder | FastBuilder
+    if kernel is None:
+        builder = _Builder(options, predicates)
+    else:
+        corrupt = options.common.corrupt_column_or_none
+        builder = FastBuilder(kernel, wal_schema(options.view, corrupt, options.value_format),
+                              options.common.batch_size, MAX_BATCH_BYTES, corrupt, options.include_superseded,
+                              MAX_PENDING, predicates)
     for tablet in [tablets] if isinstance(tablets, TabletRef) else tablets:
         yield from _TabletReader(tablet, options, builder, index_range).read()
     yield from builder.flush()

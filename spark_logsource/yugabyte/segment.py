@@ -249,6 +249,11 @@ class EntryScanner:
         if self.end_status is None:
             self._end("footer" if self.info.footer is not None else "end_of_file", self.limit, "")
 
+    def step(self, pos: int) -> tuple[RawBatch | BadRange | None, int | None]:
+        """One step of the walk from the batch boundary ``pos``: (a batch, a bad range, or None at the end) and
+        where the next step starts (None: the walk is over, :attr:`end_status` says how)."""
+        return self._step(pos)
+
     def _step(self, pos: int) -> tuple[RawBatch | BadRange | None, int | None]:
         path, limit = self.path, self.limit
         if pos >= limit:

@@ -1,5 +1,5 @@
-"""Installing the package as a Databricks cluster would: ``pip wheel .`` gives a wheel with the four compiled
-kernels, and that wheel, installed into a fresh virtual environment with no C compiler on PATH, loads them and
+"""Installing the package as a Databricks cluster would: ``pip wheel .`` gives a wheel with every compiled
+kernel, and that wheel, installed into a fresh virtual environment with no C compiler on PATH, loads them and
 decodes with them. An sdist installed where there is no C compiler warns once that the kernels were not built
 and decodes in pure Python, to the same rows.
 
@@ -123,7 +123,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
-def test_wheel_holds_the_four_compiled_kernels(wheel: Path) -> None:
+def test_wheel_holds_every_compiled_kernel(wheel: Path) -> None:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {k.replace(".", "/") + suffix for k in KERNELS} <= names

@@ -52,7 +52,8 @@ def test_mysql_kernel_constants_match_python(module: str, prefixes: tuple[str, .
 
 
 @pytest.mark.parametrize("module", ["spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames",
-                                    "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel"])
+                                    "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel",
+                                    "spark_logsource.yugabyte._kernel"])
 def test_stub_names_every_function_of_the_kernel(module: str) -> None:
     """The .pyi stub beside each kernel declares exactly the names the compiled module exports."""
     import ast

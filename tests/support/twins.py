@@ -32,7 +32,7 @@ TWINS = ("c", "python")
 
 #: Every compiled module of the package (``setup.py`` builds them all or none).
 KERNELS = ("spark_logsource.tarantool._kernel", "spark_logsource.tarantool._frames",
-           "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel")
+           "spark_logsource.mysql._kernel", "spark_logsource.memcached._kernel", "spark_logsource.yugabyte._kernel")
 
 
 def _chosen(module: str, chooser: str) -> Callable[[], Any]:
