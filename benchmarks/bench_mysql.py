@@ -24,9 +24,13 @@ cost, the best any Python data source can do here.
 ``--shape wide`` / ``--shape narrow`` make instead an insert-only binlog of a table of 50 columns (the id, 40
 ``VARCHAR(64)`` texts ``'text k of row i'``, 9 MariaDB ``JSON`` documents ``{"id": i, "tag": "tag k", "vals": [k,
 i, 3], "ok": true}``; 100 rows per INSERT) or of 2 integer columns (``id INT``, ``v BIGINT``; 1000 rows per INSERT).
+``--shape bulk`` makes a binlog of one huge transaction and one huge UPDATE: ``--rows`` rows of a table of 5
+columns (``id INT`` primary key, ``DATETIME(6)``, ``DECIMAL(14,4)`` with some NULLs, ``VARCHAR(64)``, ``INT``)
+inserted by one ``INSERT ... SELECT`` from the server's sequence table, then every fifth row updated by one
+``UPDATE ... WHERE id % 5 = 0`` (each change with its before and after image).
 
     python3 benchmarks/bench_mysql.py [--workdir /tmp/spark-logsource-bench] [--rows 500000] [--profile]
-        [--shape base|wide|narrow] [--splits N] [--big-factor 10] [--no-pmr] [--no-spark] [--no-rss]
+        [--shape base|wide|narrow|bulk] [--splits N] [--big-factor 10] [--no-pmr] [--no-spark] [--no-rss]
         [--decoding-free]
 """
 
@@ -147,6 +151,40 @@ def make_shape_workload(server: MariaDBServer, shape: str, rows: int) -> Workloa
     return Workload(files[0].name, per_statement=per_statement, **counts)
 
 
+BULK_DDL = ("CREATE TABLE bench.bulk (id INT NOT NULL PRIMARY KEY, created DATETIME(6) NOT NULL, "
+            "amount DECIMAL(14,4), name VARCHAR(64) NOT NULL, qty INT NOT NULL)")
+#: The bulk table's rows, made by the server from its sequence table: one INSERT ... SELECT, one transaction.
+BULK_SELECT = ("SELECT seq, TIMESTAMP'2024-01-01 00:00:00' + INTERVAL seq SECOND + INTERVAL seq % 1000000 MICROSECOND, "
+               "IF(seq % 11 = 0, NULL, (seq % 100000) / 7 - 5000), CONCAT('customer name ', seq), seq % 1000 "
+               "FROM bench.seq_1_to_{rows}")
+
+
+def make_bulk_workload(server: MariaDBServer, rows: int) -> Workload:
+    """The bulk binlog: ``rows`` rows inserted by one ``INSERT ... SELECT`` (one transaction, huge rows events), then
+    one ``UPDATE`` of every fifth row (before and after images)."""
+    counts = {"inserts": 0, "updates": 0, "deletes": 0}
+
+    def workload(srv: MariaDBServer) -> None:
+        srv.execute("DROP DATABASE IF EXISTS bench")
+        srv.execute("CREATE DATABASE bench CHARACTER SET utf8mb4")
+        srv.execute(BULK_DDL)
+        srv.execute("BEGIN")
+        counts["inserts"] += srv.execute("INSERT INTO bench.bulk " + BULK_SELECT.format(rows=rows))
+        srv.execute("COMMIT")
+        srv.execute("BEGIN")
+        counts["updates"] += srv.execute(
+            "UPDATE bench.bulk SET created = created + INTERVAL 1 DAY, amount = amount * 2, "
+            "name = CONCAT(name, ' (updated)'), qty = qty + 1 WHERE id % 5 = 0")
+        srv.execute("COMMIT")
+
+    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
+                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
+    files = server.run_workload(workload, settings)
+    if len(files) != 1:
+        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
+    return Workload(files[0].name, per_statement=rows, **counts)
+
+
 def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workload:
     """Write ≥ ``rows`` row changes into one fresh binlog file: ~73% inserts (``per_statement`` rows per INSERT,
     transactions of about 10 000 inserted rows), ~18% updates, ~9% deletes."""
@@ -207,8 +245,12 @@ def prepare(workdir: Path, rows: int, per_statement: int, shape: str = "base") -
         log.info("using the cached binlog %s (%d row changes)", workload.binlog, workload.rows)
         return server, workload
     started = time.perf_counter()
-    workload = make_workload(server, rows, per_statement) if shape == "base" else make_shape_workload(server, shape,
-                                                                                                      rows)
+    if shape == "base":
+        workload = make_workload(server, rows, per_statement)
+    elif shape == "bulk":
+        workload = make_bulk_workload(server, rows)
+    else:
+        workload = make_shape_workload(server, shape, rows)
     log.info("made %s with %d row changes in %.1f s", workload.binlog, workload.rows, time.perf_counter() - started)
     marker.write_text(json.dumps({"version": WORKLOAD_VERSION, "requested_rows": rows, "binlog": workload.binlog,
                                   "per_statement": per_statement, "inserts": workload.inserts,
@@ -443,12 +485,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decoding-free", action="store_true",
                         help="also time Spark over our batches decoded beforehand (Spark's own cost: the ceiling), and "
                              "over the same rows as Parquet (Spark's own reader, no Python worker)")
-    parser.add_argument("--shape", choices=("base", "wide", "narrow"), default="base",
-                        help="base: the 8-column table with updates and deletes; wide / narrow: see the docstring")
+    parser.add_argument("--shape", choices=("base", "wide", "narrow", "bulk"), default="base",
+                        help="base: the 8-column table with updates and deletes; wide / narrow / bulk: see the "
+                             "docstring")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
-    per_statement = args.insert_rows_per_statement if args.shape == "base" else SHAPES[args.shape][1]
+    per_statement = (args.insert_rows_per_statement if args.shape == "base"
+                     else args.rows if args.shape == "bulk" else SHAPES[args.shape][1])
     suffix = "" if per_statement == DEFAULT_INSERT_ROWS_PER_STATEMENT else f"-{per_statement}-per-insert"
     if args.shape != "base":
         suffix = f"-{args.shape}"
@@ -558,11 +602,16 @@ def report(results: dict[str, list[Timing]], workload: Workload, size_mb: float,
     elif shape == "wide":
         table = (f"{workload.inserts:,} inserts; 50 columns: id, {WIDE_TEXTS} VARCHAR(64), {WIDE_JSONS} JSON; "
                  f"{workload.per_statement} rows per INSERT statement")
+    elif shape == "bulk":
+        table = (f"{workload.inserts:,} inserts by one INSERT ... SELECT in one transaction, then {workload.updates:,} "
+                 f"updates by one UPDATE (every fifth row); 5 columns: INT id, DATETIME(6), DECIMAL(14,4), "
+                 f"VARCHAR(64), INT")
     else:
         table = f"{workload.inserts:,} inserts; 2 integer columns; {workload.per_statement} rows per INSERT statement"
     lines = [
         f"Binlog ({shape}): MariaDB {mariadb_version()} ROW format, binlog_row_metadata=FULL, CRC32, "
-        f"{n:,} row changes ({table}; transactions of ~10 000 rows), {size_mb:.1f} MB, uncompressed. "
+        f"{n:,} row changes ({table}{'' if shape == 'bulk' else '; transactions of ~10 000 rows'}), {size_mb:.1f} MB, "
+        f"uncompressed. "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end.",
         "",
         f"Command: `{command}`",

@@ -88,6 +88,51 @@ static inline int decimal_digits(const uint8_t *src, int size, int precision, in
     return n - lead;
 }
 
+/*
+ * The unscaled value of a DECIMAL of precision <= 38 as an integer with its sign, and its digit count as
+ * decimal_digits gives it (1 for zero): the same groups read into one number, without the text. Returns 0, or -1
+ * for a digit group out of range.
+ */
+static inline int decimal_int128(const uint8_t *src, int size, int precision, int scale, __int128 *out, int *ndig)
+{
+    int intg = precision - scale;
+    int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
+    uint8_t flip = (src[0] & 0x80) ? 0 : 0xff; /* negative values are stored complemented */
+    uint8_t raw[32];
+    if (size > (int)sizeof raw)
+        return -1; /* not from precision <= 38; the caller checks */
+    for (int i = 0; i < size; i++)
+        raw[i] = src[i] ^ flip;
+    raw[0] ^= 0x80;
+    const uint8_t *p = raw;
+    unsigned __int128 v = 0;
+    if (intg0x) {
+        uint32_t g = dec_be(p, DIG2BYTES[intg0x]);
+        if (g >= POW10[intg0x])
+            return -1;
+        v = g;
+        p += DIG2BYTES[intg0x];
+    }
+    for (int i = 0; i < intg0 + frac0; i++, p += 4) {
+        uint32_t g = dec_be(p, 4);
+        if (g >= POW10[9])
+            return -1;
+        v = v * POW10[9] + g;
+    }
+    if (frac0x) {
+        uint32_t g = dec_be(p, DIG2BYTES[frac0x]);
+        if (g >= POW10[frac0x])
+            return -1;
+        v = v * POW10[frac0x] + g;
+    }
+    int d = 1;
+    for (unsigned __int128 bound = 10; d < 39 && v >= bound; bound *= 10)
+        d++;
+    *ndig = d;
+    *out = flip ? -(__int128)v : (__int128)v;
+    return 0;
+}
+
 /* str(Decimal) of sign, digits D (no leading zeros) and exponent -scale (Python's to-sci-string). */
 static inline int decimal_text(char *s, int neg, const char *digits, int ndig, int scale)
 {

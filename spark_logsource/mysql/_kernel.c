@@ -87,7 +87,8 @@ static PyMethodDef methods[] = {
     {"encode_rows_run", mk_encode_rows_run, METH_VARARGS,
      "encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, "
      "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, "
-     "as_json, path, label, max_rows, max_bytes) -> (events, nrows, first, second)\n\nEncode a run of rows events "
+     "as_json, path, label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)\n\n"
+     "Encode a run of rows events "
      "of one table and shape (see encode/runs.py), as typed columns when typed is not None (see table/kernel.py)."},
     {"compile_typed", mk_compile_typed, METH_VARARGS,
      "compile_typed(convs) -> typed\n\nThe conversions of one image shape's present columns to view=table's typed "

@@ -70,8 +70,10 @@ def encode_rows_run(buf: bytes, start: int, limit: int, base: int, stop: int, cr
                     crc32: Any, type_code: int, table_id_size: int, post_header_len: int, v2: bool, table_id: int,
                     ncols: int, present: int, present_after: int, plan: object, plan_after: object,
                     typed: object | None, typed_after: object | None, op: int, as_json: bool, path: str | None,
-                    label: str, max_rows: int, max_bytes: int) -> tuple[bytes, int, Any, Any]:
-    """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``encode/runs.py``):
+                    label: str, max_rows: int, max_bytes: int, map_body: bytes | None = None,
+                    skip_notes: bool = False) -> tuple[bytes, int, Any, Any]:
+    """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``encode/runs.py``), stepping over
+    the run's TABLE_MAP again (``map_body``: its body) and, with ``skip_notes``, statement texts between them:
     ``(events, n, first, second)``, ``events`` packing five little-endian int64 per event (offset, next offset,
     timestamp, server id, rows), the sides as in :func:`encode_rows`, or as in :func:`typed_rows` when ``typed`` /
     ``typed_after`` are conversions (:func:`compile_typed`); ``events`` is empty when not even the first event could

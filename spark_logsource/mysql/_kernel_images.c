@@ -14,6 +14,17 @@
 
 /* ---- one image ---------------------------------------------------------------------------------------------- */
 
+/* memcpy for the few bytes of one value or one key set: a call to the library's copy costs more than the copy. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    if (n > 16) {
+        memcpy(dst, src, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
 /* Variant object of the current row, appended to o: values from x->vals/x->spans laid out in key order. */
 static int assemble_object(mk_ctx *x, const mk_plan *plan, ls_buf *o)
 {
@@ -39,7 +50,7 @@ static int assemble_object(mk_ctx *x, const mk_plan *plan, ls_buf *o)
         ls_put_le(offs + i * (size_t)os, off, os);
         uint32_t j = plan->order[i];
         size_t start = spans[2 * j], len = spans[2 * j + 1];
-        memcpy(vals + off, x->vals.data + start, len);
+        copy_small(vals + off, x->vals.data + start, len);
         off += len;
     }
     ls_put_le(offs + m * (size_t)os, off, os);
@@ -122,8 +133,11 @@ static int side_image(mk_ctx *x, side *s, const mk_plan *plan, size_t *pos, size
         return -1;
     if (x->json)
         return 0;
-    if (ls_buf_put(&s->meta, PyBytes_AS_STRING(plan->metadata), (size_t)PyBytes_GET_SIZE(plan->metadata)))
+    size_t meta_len = (size_t)PyBytes_GET_SIZE(plan->metadata);
+    if (ls_buf_reserve(&s->meta, meta_len))
         return mk_nomem();
+    copy_small(s->meta.data + s->meta.len, (const uint8_t *)PyBytes_AS_STRING(plan->metadata), meta_len);
+    s->meta.len += meta_len;
     return put_end(&s->meta_ends, &s->meta);
 }
 

@@ -136,7 +136,10 @@ static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
  * or their end), at file offsets below `stop`, whose rows the plans encode without error; at most `max_rows`
  * rows and `max_bytes` event bytes (the first event is never cut by these). The walk ends before the first event
  * that is not so: that event is left to the Python path, which reads it and raises its error if it has one.
- * `events` packs five little-endian int64 per event: file offset, next offset, timestamp, server id, rows. */
+ * Between two of them, the run steps over (with the same framing checks) a TABLE_MAP whose body is `map_body` and,
+ * with `skip_notes`, a statement's text: what a statement of several rows events repeats, which changes nothing of
+ * the changes view's rows without their statement (a multi-row statement after another, in one transaction).
+ * `events` packs five little-endian int64 per rows event: file offset, next offset, timestamp, server id, rows. */
 /* What a run decodes its events' rows into: the Variant / JSON sides of encode_rows, or (conv set) the typed
  * columns of table/rows.py; with the lengths of every buffer before the current event, to cut a failed event off. */
 typedef struct {
@@ -184,14 +187,53 @@ static void run_clear(run_out *o)
     ls_buf_free(&o->marks);
 }
 
-/* The run's arguments but its output. */
+/* The run's arguments but its output. `map_body` (NULL: none) is the body of the run's TABLE_MAP: an event of that
+ * type and body between two rows events of the run changes nothing, and is stepped over; `skip_notes`: so is a
+ * statement's text (MariaDB ANNOTATE_ROWS, MySQL ROWS_QUERY) when no row carries it. */
 typedef struct {
-    Py_ssize_t start, limit, max_rows, max_bytes, ncols;
+    Py_ssize_t start, limit, max_rows, max_bytes, ncols, map_len;
     long long base, stop;
-    int crc_len, verify, type_code, table_id_size, post_header_len, v2, op;
+    int crc_len, verify, type_code, table_id_size, post_header_len, v2, op, skip_notes;
     unsigned long long table_id, present, present_after;
     PyObject *crc32;
+    const uint8_t *map_body;
 } run_args;
+
+#define TABLE_MAP_EVENT 19
+#define ROWS_QUERY_EVENT 29
+#define ANNOTATE_ROWS_EVENT 160
+
+/* Whether the whole event at h (`size` bytes, ending at file offset `next`) passes the walk's framing checks: its CRC
+ * when verified, else a log_pos of 0 or its end. -1: the CRC function failed. */
+static int event_framed(const run_args *a, const uint8_t *h, size_t size, long long next)
+{
+    if (a->crc_len && a->verify) {
+        long long crc = crc_of(a->crc32, h, size - 4);
+        if (crc < 0)
+            return -1;
+        return (uint32_t)crc == (uint32_t)rd_le(h + size - 4, 4);
+    }
+    uint32_t log_pos = (uint32_t)rd_le(h + 13, 4);
+    return log_pos == 0 || log_pos == (uint32_t)next;
+}
+
+/* Whether the event at h is one a run steps over (see run_args): the run's TABLE_MAP again, or a statement's text
+ * whose body the per-event path decodes without error (ROWS_QUERY: a length byte, then the text). */
+static int steps_over(const run_args *a, const uint8_t *h, size_t size)
+{
+    size_t body_len = size - EVENT_HEADER_LEN - (size_t)a->crc_len;
+    switch (h[4]) {
+    case TABLE_MAP_EVENT:
+        return a->map_body != NULL && body_len == (size_t)a->map_len
+               && memcmp(h + EVENT_HEADER_LEN, a->map_body, body_len) == 0;
+    case ANNOTATE_ROWS_EVENT:
+        return a->skip_notes;
+    case ROWS_QUERY_EVENT:
+        return a->skip_notes && body_len >= 1;
+    default:
+        return 0;
+    }
+}
 
 /* Walk the events of buf[start:limit] of the run's table and shape, decoding their rows into o; the five int64 of
  * each event read go to events. Stops before the first event that is anything else or that fails (0), or on an
@@ -205,23 +247,29 @@ static int walk_run(const run_args *a, const uint8_t *buf, mk_ctx *x, run_out *o
     while (at + EVENT_HEADER_LEN <= (size_t)a->limit && a->base + (long long)at < a->stop) {
         const uint8_t *h = buf + at;
         size_t size = (size_t)rd_le(h + 9, 4);
-        if (h[4] != a->type_code || size < (size_t)(EVENT_HEADER_LEN + crc_len) || size > MAX_EVENT_SIZE
-            || at + size > (size_t)a->limit)
-            break;
-        if (nevents > 0 && total_bytes + (Py_ssize_t)size > a->max_bytes)
+        if (size < (size_t)(EVENT_HEADER_LEN + crc_len) || size > MAX_EVENT_SIZE || at + size > (size_t)a->limit)
             break;
         long long next = a->base + (long long)(at + size);
-        if (crc_len && a->verify) {
-            long long crc = crc_of(a->crc32, h, size - 4);
-            if (crc < 0)
+        if (h[4] != a->type_code) {
+            /* stepped over only on the way to a rows event of the run: the run ends after its last rows event, so
+             * one that is not followed by one is read again by the walk */
+            if (nevents == 0 || !steps_over(a, h, size))
+                break;
+            int framed = event_framed(a, h, size, next);
+            if (framed < 0)
                 return -1;
-            if ((uint32_t)crc != (uint32_t)rd_le(h + size - 4, 4))
+            if (!framed)
                 break;
-        } else {
-            uint32_t log_pos = (uint32_t)rd_le(h + 13, 4);
-            if (log_pos != 0 && log_pos != (uint32_t)next)
-                break;
+            at += size;
+            continue;
         }
+        if (nevents > 0 && total_bytes + (Py_ssize_t)size > a->max_bytes)
+            break;
+        int framed = event_framed(a, h, size, next);
+        if (framed < 0)
+            return -1;
+        if (!framed)
+            break;
         const uint8_t *body = h + EVENT_HEADER_LEN;
         size_t body_len = size - EVENT_HEADER_LEN - (size_t)crc_len;
         rows_head_t hd;
@@ -265,7 +313,7 @@ static int run_check(const run_args *a, const Py_buffer *view)
 
 /* encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, post_header_len,
  *                 v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, as_json,
- *                 path, label, max_rows, max_bytes) -> (events, nrows, first, second)
+ *                 path, label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)
  * The sides are Variant / JSON images as encode_rows gives them, or, when typed / typed_after are conversions (not
  * None), typed columns as table/rows.py gives them. */
 PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
@@ -274,12 +322,22 @@ PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
     run_args a = {0};
     int as_json;
     PyObject *cap_before, *cap_after, *typed_before, *typed_after, *path, *label;
-    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOOOipOUnn:encode_rows_run", &view, &a.start, &a.limit, &a.base,
+    PyObject *map_body = Py_None;
+    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOOOipOUnn|Op:encode_rows_run", &view, &a.start, &a.limit, &a.base,
                           &a.stop, &a.crc_len, &a.verify, &a.crc32, &a.type_code, &a.table_id_size,
                           &a.post_header_len, &a.v2, &a.table_id, &a.ncols, &a.present, &a.present_after, &cap_before,
                           &cap_after, &typed_before, &typed_after, &a.op, &as_json, &path, &label, &a.max_rows,
-                          &a.max_bytes))
+                          &a.max_bytes, &map_body, &a.skip_notes))
         return NULL;
+    if (map_body != Py_None) {
+        if (!PyBytes_Check(map_body)) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "the TABLE_MAP body must be bytes or None");
+            return NULL;
+        }
+        a.map_body = (const uint8_t *)PyBytes_AS_STRING(map_body); /* the tuple of args holds it during the call */
+        a.map_len = PyBytes_GET_SIZE(map_body);
+    }
     PyObject *result = NULL;
     mk_ctx x = {0};
     run_out o = {0};

@@ -254,31 +254,42 @@ static int emit_time_text(mk_ctx *x, ls_buf *b, int negative, int64_t hh, int64_
 
 /* ---- DECIMAL (the digits and their text: _decimal.h) ------------------------------------------------------ */
 
+static int decimal_out_of_range(mk_ctx *x, size_t pos)
+{
+    return mk_raise_error(mk_CorruptDataError, x, pos,
+                          PyUnicode_FromFormat("row %zd of %U: DECIMAL: decimal digit group out of range", x->nrows,
+                                               x->label));
+}
+
 static int emit_decimal(mk_ctx *x, ls_buf *b, const mk_col *col, const uint8_t *p, size_t pos)
 {
-    char digits[MAX_DECIMAL_DIGITS + 8];
-    char text[2 * MAX_DECIMAL_DIGITS + 32];
-    int neg;
     int scale = col->b;
-    int ndig = decimal_digits(p, col->c, col->a, scale, digits, &neg);
-    if (ndig < 0)
-        return mk_raise_error(mk_CorruptDataError, x, pos,
-                              PyUnicode_FromFormat("row %zd of %U: DECIMAL: decimal digit group out of range",
-                                                   x->nrows, x->label));
-    if (x->json) {
-        int n = decimal_text(text, neg, digits, ndig, scale);
-        return put_ascii(b, text, (size_t)n);
+    __int128 v = 0;
+    int ndig;
+    if (!x->json && col->a <= 38) { /* the common case: the value straight from its digit groups */
+        if (decimal_int128(p, col->c, col->a, scale, &v, &ndig))
+            return decimal_out_of_range(x, pos);
+    } else {
+        char digits[MAX_DECIMAL_DIGITS + 8];
+        char text[2 * MAX_DECIMAL_DIGITS + 32];
+        int neg;
+        ndig = decimal_digits(p, col->c, col->a, scale, digits, &neg);
+        if (ndig < 0)
+            return decimal_out_of_range(x, pos);
+        if (x->json) {
+            int n = decimal_text(text, neg, digits, ndig, scale);
+            return put_ascii(b, text, (size_t)n);
+        }
+        if ((ndig > scale ? ndig : scale) > 38) {
+            int n = decimal_text(text, neg, digits, ndig, scale);
+            return emit_str(x, b, (const uint8_t *)text, (size_t)n);
+        }
+        for (int i = 0; i < ndig; i++)
+            v = v * 10 + (digits[i] - '0');
+        if (neg)
+            v = -v;
     }
     int precision = ndig > scale ? ndig : scale;
-    if (precision > 38) {
-        int n = decimal_text(text, neg, digits, ndig, scale);
-        return emit_str(x, b, (const uint8_t *)text, (size_t)n);
-    }
-    __int128 v = 0;
-    for (int i = 0; i < ndig; i++)
-        v = v * 10 + (digits[i] - '0');
-    if (neg)
-        v = -v;
     if (ls_buf_reserve(b, 18))
         return nomem();
     uint8_t *d = b->data + b->len;

@@ -122,6 +122,30 @@ def test_runs_equal_the_per_event_path(run_binlog: RunBinlog, kernel_runs: list,
     assert Counter(with_runs.column("op").to_pylist()) == run_binlog.counts
 
 
+def _steps_over(run: rows_run.RowsRun) -> bool:
+    """Whether the run stepped over events between two of its rows events (a statement's TABLE_MAP and text)."""
+    return bool((run.events[1:, 0] != run.events[:-1, 1]).any())
+
+
+@pytest.mark.parametrize(("options", "across"), [
+    ({}, True),
+    ({"rowFormat": "json"}, True),
+    ({"includeQuery": "true"}, False),  # each row carries its statement: a run ends where the next one's text is
+], ids=["defaults", "json", "query"])
+def test_a_run_goes_on_across_the_next_statement(run_binlog: RunBinlog, kernel_runs: list,
+                                                 monkeypatch: pytest.MonkeyPatch, options: dict[str, str],
+                                                 across: bool) -> None:
+    """The transaction's second INSERT logs the table's TABLE_MAP again (and its text): one run reads both statements
+    when the rows do not carry the text, and the rows are the per-event path's."""
+    with_runs = read(run_binlog.path, True, monkeypatch, **options)
+    inserts = [run for run in kernel_runs if run.op == "insert"]
+    assert any(map(_steps_over, inserts)) == across
+    if across:
+        assert max(int(run.events[:, 4].sum()) for run in inserts) > 3000  # more rows than the first statement has
+    assert with_runs.equals(read(run_binlog.path, False, monkeypatch, **options))
+    assert Counter(with_runs.column("op").to_pylist()) == run_binlog.counts
+
+
 @pytest.mark.parametrize(("options", "predicates", "runs_expected"), [
     ({"tables": "g_run.t"}, [], True),
     ({"ops": "update,delete"}, [], True),

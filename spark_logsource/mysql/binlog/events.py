@@ -344,7 +344,7 @@ class BinlogFile:
         return self._window.data, self._window.start
 
     def events(self, start: int | None = None, stop: int | None = None,
-               resume: Resume | None = None, only: frozenset[int] | None = None,
+               resume: Resume | None = None, only: frozenset[int] | None = None, step_over: bool = True,
                ) -> Iterator[BinlogEvent | BadRange]:
         """Walk the events from ``start`` (default: the first after the FDE) to ``stop`` / the end.
 
@@ -359,7 +359,9 @@ class BinlogFile:
         after a TABLE_MAP or another rows event. Any other event takes the checked path: one whose ``log_pos``
         is 0 or another server's position (relay logs), whose size or position field is damaged, or whose type
         byte was damaged into a rows type (a DDL statement follows a GTID or a commit, not a TABLE_MAP). Damage
-        inside a body stepped over is left to the readers of that event.
+        inside a body stepped over is left to the readers of that event. ``step_over=False``: every event is
+        checked (CRC or ``log_pos``) as without ``only``, which then only says which are yielded (a look-ahead that
+        must stop at damage as the walk would, without a copy of each body it passes).
         """
         pos = self.first_event_pos if start is None else start
         end = self.size if stop is None else min(stop, self.size)
@@ -378,7 +380,7 @@ class BinlogFile:
         previous = None  # type of the event before pos, when the walk accepted it
         header: tuple[Any, ...] | None
         while pos < end:
-            if only is not None and previous in _ROWS_CONTEXT:
+            if only is not None and step_over and previous in _ROWS_CONTEXT:
                 off = pos - window.start
                 header = unpack_header(window.data, off) if 0 <= off <= len(window.data) - HEADER_LEN else \
                     self._header_at(pos)

@@ -5,6 +5,9 @@ pair of column bitmaps (``docs/formats/mysql-binlog.md`` "Rows events"). After t
 of them, :func:`encode_run` hands the window's bytes to the kernel (``_kernel.encode_rows_run``), which frames the
 following events itself (header, size, CRC or ``log_pos``: the checks of :meth:`.events.BinlogFile.events`),
 checks that each is of the same table and shape, and encodes all their rows into one set of Arrow column parts.
+The next statement of a transaction on the same table logs the same TABLE_MAP again (and, on MariaDB, its text in
+an ANNOTATE_ROWS event first): the kernel steps over those when they change nothing the rows carry, so a
+transaction of many multi-row statements is one run, not one per statement.
 It stops before the first event that is anything else, or that its checks or its rows' decoding reject: that
 event goes back to the walk, so its error (or corrupt-record row) is exactly what the Python path gives.
 
@@ -135,10 +138,15 @@ def event_bytes(events: np.ndarray) -> int:
 
 def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len: int, verify: bool,
                table_id_size: int, post_header_len: int, table_maps: dict[int, TableMap], path: str, as_json: bool,
-               max_rows: int = RUN_MAX_ROWS, max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
+               max_rows: int = RUN_MAX_ROWS, max_bytes: int = RUN_MAX_BYTES, map_body: bytes | None = None,
+               skip_notes: bool = False) -> RowsRun | None:
     """The run of rows events that begins with ``ev``, read from ``buf`` (the walk's window: file offset
     ``buf_start`` is ``buf[0]``), with file offsets below ``stop``; None when ``ev`` itself is not for the kernel
-    (the caller then takes the per-event path, which handles everything)."""
+    (the caller then takes the per-event path, which handles everything).
+
+    ``map_body``: the body of the TABLE_MAP in force for ``ev``'s table; the run goes on past the same TABLE_MAP
+    logged again (the next statement on the table, whose map changes nothing), and with ``skip_notes`` past the
+    statement texts logged before it (ANNOTATE_ROWS, ROWS_QUERY: for a caller whose rows do not carry them)."""
     head = run_head(ev, buf, buf_start, table_id_size=table_id_size, post_header_len=post_header_len,
                     table_maps=table_maps, path=path)
     if head is None:
@@ -146,7 +154,8 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
     assert kernel is not None  # run_head gives None when the kernel is not built
     packed, n, first, second = kernel.encode_rows_run(
         *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
-        head.plan_after, None, None, OP_CODES[head.op], as_json, path, head.label, max_rows, max_bytes)
+        head.plan_after, None, None, OP_CODES[head.op], as_json, path, head.label, max_rows, max_bytes, map_body,
+        skip_notes)
     if not packed:
         return None
     events = run_events(packed)

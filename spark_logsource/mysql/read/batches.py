@@ -24,9 +24,16 @@ from spark_logsource.mysql.encode.images import EncodedRows, ImageColumn, pack_i
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.schema import CHANGES_COLUMNS, EVENTS_COLUMNS, binlog_schema
 
-__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "join_cells", "join_parts"]
+__all__ = ["ABSENT", "AFTER", "BEFORE", "MAX_BATCH_BYTES", "XID", "BatchBuilder", "Chunk", "int_column", "join_cells",
+           "join_parts"]
 
 _INT32_MAX = 2**31 - 1
+#: Constant columns kept for reuse by later batches (see BatchBuilder._constant).
+_MAX_CONSTANTS = 32
+#: ... each of at most this many bytes (a long statement repeated on every row is built per batch).
+_MAX_CONSTANT_BYTES = 1 << 20
+#: Batches of at most this many chunks build their columns of one value per chunk from those values directly.
+_FEW_CHUNKS = 16
 
 
 class _Absent:
@@ -95,7 +102,9 @@ class Chunk:
 
 def _cell_sizes(ends: bytes, n: int) -> np.ndarray:
     """The byte length of each of ``n`` cells from their int32 end offsets."""
-    return np.diff(np.frombuffer(ends, dtype="<i4", count=n).astype(np.int64), prepend=0)
+    sizes = np.frombuffer(ends, dtype="<i4", count=n).astype(np.int64)
+    sizes[1:] -= sizes[:-1].copy()
+    return sizes
 
 
 def _slice_part(ends: bytes, data: bytes, lo: int, hi: int) -> tuple[bytes, bytes]:
@@ -115,18 +124,21 @@ def _slice_cells(cells: ImageColumn, lo: int, hi: int) -> ImageColumn:
 
 def join_parts(parts: list[tuple[int, bytes | None, bytes | None]]) -> tuple[pa.Buffer, pa.Buffer]:
     """Arrow offsets and data of ``(n, ends, data)`` parts back to back (None: ``n`` empty cells)."""
-    counts = [n for n, _e, _d in parts]
-    ends = np.frombuffer(b"".join(e if e is not None else bytes(4 * n) for n, e, _d in parts), dtype="<i4")
-    lengths = [0 if d is None else len(d) for _n, _e, d in parts]
-    bases = np.zeros(len(parts), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=bases[1:])
-    offsets = np.empty(len(ends) + 1, dtype=np.int64)
+    total = sum(len(d) for _n, _e, d in parts if d)
+    if total > _INT32_MAX:
+        raise OverflowError(f"{total} bytes in one binary column exceed Arrow's 2 GiB")
+    offsets = np.empty(sum(n for n, _e, _d in parts) + 1, dtype="<i4")
     offsets[0] = 0
-    np.add(ends, np.repeat(bases, counts), out=offsets[1:])
-    if offsets[-1] > _INT32_MAX:
-        raise OverflowError(f"{offsets[-1]} bytes in one binary column exceed Arrow's 2 GiB")
-    data = b"".join(d for _n, _e, d in parts if d)
-    return pa.py_buffer(offsets.astype("<i4")), pa.py_buffer(data)
+    at = base = 0
+    for n, ends, data in parts:  # each part's ends, moved by the bytes of the parts before it
+        if ends is None:
+            offsets[at + 1:at + 1 + n] = base
+        else:
+            np.add(np.frombuffer(ends, dtype="<i4", count=n), base, out=offsets[at + 1:at + 1 + n])
+        at += n
+        base += len(data) if data else 0
+    joined = [d for _n, _e, d in parts if d]
+    return pa.py_buffer(offsets), pa.py_buffer(joined[0] if len(joined) == 1 else b"".join(joined))
 
 
 def join_cells(parts: list[tuple[int, ImageColumn | None]], json: bool) -> pa.Array:
@@ -174,6 +186,8 @@ class BatchBuilder:
         self._strings = operator.itemgetter(*strings)
         self._counts: np.ndarray = np.zeros(0, dtype=np.int64)
         self._repeat: np.ndarray | None = None
+        self._rows = 0
+        self._constants: dict[tuple[int, Any, int], pa.Array] = {}
         self.batch_size = options.common.batch_size
         self.predicates = list(predicates)
         self.buffer: ChunkBuffer[Chunk] = ChunkBuffer(self.batch_size, MAX_BATCH_BYTES)
@@ -240,9 +254,8 @@ class BatchBuilder:
 
     def _build(self, chunks: list[Chunk]) -> Iterator[pa.RecordBatch]:
         counts = np.fromiter((c.n for c in chunks), dtype=np.int64, count=len(chunks))
-        # chunk of each row: the per-chunk columns are built once per chunk and repeated by it
-        self._repeat = None if len(chunks) == int(counts.sum()) else np.repeat(
-            np.arange(len(chunks), dtype=np.int32), counts)
+        self._rows = int(counts.sum())
+        self._repeat = None  # made when a column needs it (_repeat_index)
         self._counts = counts
         arrays = [self._column(i, chunks) for i in range(len(self.columns))]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -251,69 +264,156 @@ class BatchBuilder:
         if len(batch):
             yield batch
 
+    def _constant(self, i: int, value: Any, n: int) -> pa.Array:
+        """Column ``i`` holding ``value`` on all ``n`` rows. Arrow arrays are immutable, so one is built once and
+        shared by the batches that repeat it (the file, table and op of every batch of a run of one table)."""
+        key = (i, value, n)
+        array = self._constants.get(key)
+        if array is None:
+            type_ = self.columns[i][1]
+            if type_ is None:  # a variant or JSON column of SQL NULLs
+                assert value is None
+                array = join_cells([(n, None)], self.json)
+            elif value is None:
+                array = pa.nulls(n, type_)
+            elif pa.types.is_string(type_):
+                array = string_column(value, n)
+            elif pa.types.is_integer(type_) or pa.types.is_timestamp(type_):
+                scale = 1_000_000 if self.columns[i][0] == "timestamp" else 1
+                array = int_column(np.full(n, value * scale, dtype=np.int64), type_)
+            else:
+                array = pa.array([value], type_).take(np.zeros(n, dtype=np.int32))
+            if array.nbytes <= _MAX_CONSTANT_BYTES:
+                if len(self._constants) >= _MAX_CONSTANTS:
+                    self._constants.clear()
+                self._constants[key] = array
+        return array
+
     def _per_row_column(self, i: int, chunks: list[Chunk]) -> pa.Array:
         """Column ``i`` of chunks some of which hold it per row (runs of rows events); integers only."""
         name, type_ = self.columns[i]
         parts: list[np.ndarray] = []
-        nulls: list[np.ndarray] = []
+        null_ranges: list[tuple[int, int]] = []
+        at = 0
         for c in chunks:
             value = c.values[i]
             if isinstance(value, np.ndarray):
-                parts.append(value.astype(np.int64, copy=False))
-                nulls.append(np.zeros(c.n, dtype=bool))
+                parts.append(value)
             elif i == self.row_index_column:
                 parts.append(np.arange(c.first_row, c.first_row + c.n, dtype=np.int64))
-                nulls.append(np.zeros(c.n, dtype=bool))
             else:
                 parts.append(np.full(c.n, 0 if value is None else value, dtype=np.int64))
-                nulls.append(np.full(c.n, value is None))
-        values = np.concatenate(parts)
-        null = np.concatenate(nulls)
+                if value is None:
+                    null_ranges.append((at, at + c.n))
+            at += c.n
+        values = parts[0].astype(np.int64, copy=False) if len(parts) == 1 else np.concatenate(parts, dtype=np.int64)
+        mask = None
+        if null_ranges:
+            mask = np.zeros(at, dtype=bool)
+            for lo, hi in null_ranges:
+                mask[lo:hi] = True
         if name == "timestamp":
             values = values * 1_000_000
-        mask = null if null.any() else None
-        if pa.types.is_int32(type_):
-            return pa.array(values.astype(np.int32), type_, mask=mask)
-        array = pa.array(values, pa.int64(), mask=mask)
-        return array if pa.types.is_int64(type_) else array.cast(type_)
+        return int_column(values, type_, mask)
+
+    def _chunk_values(self, i: int, values: list[Any], counts: np.ndarray) -> pa.Array:
+        """Column ``i`` from one string or integer value per chunk (None: SQL NULL), repeated ``counts`` times."""
+        name, type_ = self.columns[i]
+        assert type_ is not None
+        present = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+        mask = None if present.all() else ~np.repeat(present, counts)
+        if pa.types.is_string(type_):
+            encoded = [b"" if v is None else str(v).encode("utf-8") for v in values]
+            sizes = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+            if int(sizes @ counts) > _MAX_CONSTANT_BYTES:  # long texts (statements): copied once, into one buffer
+                return repeated_strings(values, counts.tolist())
+            lengths = np.repeat(sizes, counts)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            if offsets[-1] > _INT32_MAX:
+                raise OverflowError(f"{offsets[-1]} bytes in one string column exceed Arrow's 2 GiB")
+            data = b"".join(e * int(c) for e, c in zip(encoded, counts, strict=True))
+            validity = None if mask is None else pa.py_buffer(np.packbits(~mask, bitorder="little"))
+            return pa.Array.from_buffers(type_, len(lengths), [validity, pa.py_buffer(offsets.astype("<i4")),
+                                                               pa.py_buffer(data)],
+                                         null_count=0 if mask is None else int(mask.sum()))
+        scale = 1_000_000 if name == "timestamp" else 1
+        ints = np.fromiter((0 if v is None else v * scale for v in values), dtype=np.int64, count=len(values))
+        return int_column(np.repeat(ints, counts), type_, mask)
+
+    def _repeat_index(self, chunks: list[Chunk]) -> np.ndarray:
+        """The chunk of each row (the per-chunk columns are built once per chunk and repeated by it)."""
+        if self._repeat is None:
+            self._repeat = np.repeat(np.arange(len(chunks), dtype=np.int32), self._counts)
+        return self._repeat
 
     def _column(self, i: int, chunks: list[Chunk]) -> pa.Array:
         name, type_ = self.columns[i]
-        counts, repeat = self._counts, self._repeat
+        counts, n = self._counts, self._rows
+        one_per_chunk = n == len(chunks)
         if name == "file":
-            return string_column(self.path, int(counts.sum()))
-        if any(c.per_row for c in chunks) and (i == self.row_index_column
-                                                or any(isinstance(c.values[i], np.ndarray) for c in chunks)):
+            return self._constant(i, self.path, n)
+        if (chunks[0].per_row or any(c.per_row for c in chunks)) and (
+                i == self.row_index_column or any(isinstance(c.values[i], np.ndarray) for c in chunks)):
             return self._per_row_column(i, chunks)
         if i == self.row_index_column:
             # first_row + position within the chunk, for every row
-            if repeat is None:
+            if one_per_chunk:
                 return pa.array(np.fromiter((c.first_row for c in chunks), np.int32, len(chunks)), pa.int32())
             starts = np.zeros(len(chunks), dtype=np.int64)
             np.cumsum(counts[:-1], out=starts[1:])
             firsts = np.fromiter((c.first_row for c in chunks), np.int64, len(chunks))
+            repeat = self._repeat_index(chunks)
             return pa.array((np.arange(len(repeat), dtype=np.int64) - (starts - firsts)[repeat]).astype(np.int32),
                             pa.int32())
         if type_ is None:
-            return join_cells([(c.n, c.encoded[i]) for c in chunks], self.json)
+            cells = [(c.n, c.encoded[i]) for c in chunks]
+            if all(c is None for _n, c in cells):  # SQL NULL on every row (the before image of inserts)
+                return self._constant(i, None, n)
+            return join_cells(cells, self.json)
         # One value per chunk, repeated by index: a rows event's statement text (the query column) is encoded once,
         # not once per row.
         run_values = [c.values[i] for c in chunks]
-        if repeat is not None and pa.types.is_string(type_):
+        if not one_per_chunk:
             first = run_values[0]
-            if run_values.count(first) == len(run_values):  # one table, one op, no statement: one value
-                return pa.nulls(len(repeat), pa.string()) if first is None else string_column(first, len(repeat))
-            return repeated_strings(run_values, counts.tolist())
+            if all(v is first or v == first for v in run_values) and (first is None or type(first) in (str, int)):
+                # one table, one op, no statement, one transaction: one value
+                return self._constant(i, first, n)
+            if len(chunks) <= _FEW_CHUNKS and all(v is None or type(v) in (str, int) for v in run_values):
+                # a batch across a few transactions: each chunk's value, repeated (no per-row Python)
+                return self._chunk_values(i, run_values, counts)
+            if pa.types.is_string(type_):
+                return repeated_strings(run_values, counts.tolist())
         if name == "timestamp":
-            if repeat is not None and None not in run_values:
+            if not one_per_chunk and None not in run_values:
                 micros = np.fromiter(run_values, dtype=np.int64, count=len(run_values)) * 1_000_000
-                return pa.array(micros[repeat], pa.int64()).cast(type_)
+                return int_column(micros[self._repeat_index(chunks)], type_)
             runs = pa.array([None if v is None else v * 1_000_000 for v in run_values], pa.int64()).cast(type_)
         else:
             runs = pa.array(run_values, type_)
-        if repeat is None:
+        if one_per_chunk:
             return runs
+        repeat = self._repeat_index(chunks)
         if runs.null_count == 0 and pa.types.is_integer(type_):
-            return pa.array(runs.to_numpy()[repeat], type_)
+            return int_column(runs.to_numpy().astype(np.int64)[repeat], type_)
         return runs.take(repeat)
 
+
+def int_column(values: np.ndarray, type_: pa.DataType, mask: np.ndarray | None = None) -> pa.Array:
+    """An integer or timestamp column of ``type_`` from int64 ``values`` (``mask``: True where null), built from
+    buffers: no copy for int64, and no pandas (``pa.array`` on a numpy array imports it on first use)."""
+    n = len(values)
+    if pa.types.is_int32(type_):
+        data = values.astype("<i4")
+    elif pa.types.is_int64(type_) or pa.types.is_timestamp(type_):
+        data = np.ascontiguousarray(values, dtype="<i8")
+    else:
+        array = pa.array(values, pa.int64(), mask=mask)
+        return array.cast(type_)
+    validity = None
+    nulls = 0
+    if mask is not None:
+        nulls = int(np.count_nonzero(mask))
+        if nulls:
+            validity = pa.py_buffer(np.packbits(~mask, bitorder="little"))
+    return pa.Array.from_buffers(type_, n, [validity, pa.py_buffer(data)], null_count=nulls)

@@ -38,7 +38,7 @@ from spark_logsource.mysql.binlog.events import BinlogFile, is_gzip
 from spark_logsource.mysql.binlog.splits import walk_split
 from spark_logsource.mysql.read.batches import BatchBuilder
 from spark_logsource.mysql.read.options import BinlogReadOptions
-from spark_logsource.mysql.read.transactions import MAX_PENDING_ROWS, TransactionMachine
+from spark_logsource.mysql.read.transactions import LOOK_AHEAD_TYPES, MAX_PENDING_ROWS, TransactionMachine
 from spark_logsource.mysql.read.views import ViewWriter
 from spark_logsource.mysql.schema import binlog_schema
 from spark_logsource.options import CommonOptions, ParseMode
@@ -75,7 +75,7 @@ def iter_file_batches(source: Any, path: str, *, start: int = 0, end: int | None
                 return
             end = None  # split offsets count compressed bytes: the whole inflated file belongs to split 0
         machine = TransactionMachine(bf.fde, options, ViewWriter(path, options, predicates),
-                                     look_ahead=lambda pos: bf.events(pos))
+                                     look_ahead=lambda pos: bf.events(pos, only=LOOK_AHEAD_TYPES, step_over=False))
         yield from walk_split(bf, start, end, machine)
     finally:
         bf.close()

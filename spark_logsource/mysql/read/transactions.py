@@ -38,7 +38,7 @@ from spark_logsource.mysql.encode.runs import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsR
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.views import ViewWriter, table_map_data
 
-__all__ = ["GROUP_TYPES", "MAX_PENDING_BYTES", "MAX_PENDING_ROWS", "TransactionMachine", "is_begin",
+__all__ = ["GROUP_TYPES", "LOOK_AHEAD_TYPES", "MAX_PENDING_BYTES", "MAX_PENDING_ROWS", "TransactionMachine", "is_begin",
            "is_end_query"]
 
 #: Rows of one transaction buffered while waiting for its XID before the machine looks ahead instead.
@@ -56,6 +56,9 @@ _STATE_TYPES = frozenset({et.QUERY, et.MARIA_QUERY_COMPRESSED, et.XID, et.XA_PRE
                           et.ROWS_QUERY, et.MARIA_ANNOTATE_ROWS, et.TRANSACTION_PAYLOAD, et.MARIA_START_ENCRYPTION,
                           *GROUP_TYPES, *et.ROWS_TYPES})
 QUERY_TYPES = (et.QUERY, et.MARIA_QUERY_COMPRESSED)
+#: The events a look-ahead for a transaction's XID acts on (:meth:`TransactionMachine._look_ahead_xid`); a walk
+#: serving it need not yield the others, the bulk of a large transaction (``BinlogFile.events(only=...)``).
+LOOK_AHEAD_TYPES = frozenset({et.XID, et.XA_PREPARE, *GROUP_TYPES, *QUERY_TYPES})
 
 log = logging.getLogger(__name__)
 _DML_RE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE | re.ASCII)
@@ -131,6 +134,7 @@ class TransactionMachine:
         """Forget everything of the current transaction (without emitting what is pending)."""
         self.gtid: str | None = None
         self.table_maps: dict[int, TableMap] = {}
+        self.table_map_bodies: dict[int, bytes] = {}  # the event body of each of table_maps (runs compare them)
         self.annotate: str | None = None
         self.pending: list[tuple[list[Any], EncodedRows, int]] = []  # changes waiting for their XID
         self.pending_rows = 0
@@ -259,6 +263,7 @@ class TransactionMachine:
         elif code == et.TABLE_MAP:
             table_map = self._decode_table_map(ev)
             self.table_maps[table_map.table_id] = table_map
+            self.table_map_bodies[table_map.table_id] = bytes(ev.body)
             database, table = table_map.database, table_map.table
             data = table_map_data(table_map)
         elif code == et.TRANSACTION_PAYLOAD:
@@ -371,10 +376,14 @@ class TransactionMachine:
     def _encode_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int, verify: bool,
                     max_rows: int, max_bytes: int) -> RowsRun | None:
         """The run that begins with ``ev`` read by the kernel (see :meth:`rows_run`), or None."""
+        # a run steps over its TABLE_MAP logged again, and statement texts when no row carries them
+        size = self.table_id_size
+        map_body = self.table_map_bodies.get(int.from_bytes(ev.body[:size], "little")) if len(ev.body) >= size else None
         return encode_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
                           table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
                           table_maps=self.table_maps, path=self.path, as_json=self.options.row_format == "json",
-                          max_rows=max_rows, max_bytes=max_bytes)
+                          max_rows=max_rows, max_bytes=max_bytes, map_body=map_body,
+                          skip_notes=not self.view.include_query)
 
     def _look_ahead_xid(self, pos: int) -> int | None:
         """The XID ending the current transaction, found by walking on from ``pos`` (None if it has none)."""
