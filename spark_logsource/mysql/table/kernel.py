@@ -251,10 +251,11 @@ def typed_rows_event(event_type: int, body: bytes | memoryview, *, post_header_l
 def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len: int, verify: bool,
               table_id_size: int, post_header_len: int, table_map: TableMap,
               shape_of: Callable[[int], TypedShape | None], path: str, max_rows: int = RUN_MAX_ROWS,
-              max_bytes: int = RUN_MAX_BYTES) -> RowsRun | None:
+              max_bytes: int = RUN_MAX_BYTES, map_body: bytes | None = None) -> RowsRun | None:
     """As :func:`.encode.runs.encode_run` (the run of rows events of ``table_map`` that begins with ``ev``, framed,
     checked and decoded by one kernel call), the rows as typed columns; None when ``ev`` is not for the kernel
-    (the caller takes the per-event path)."""
+    (the caller takes the per-event path). With ``map_body`` (the body of the TABLE_MAP in force) the run goes on
+    past that TABLE_MAP logged again and past the statements' annotations: no row of this view carries them."""
     head = run_head(ev, buf, buf_start, table_id_size=table_id_size, post_header_len=post_header_len,
                     table_maps={table_map.table_id: table_map}, path=path)
     shapes = None if head is None else _shapes(head.op, head.present, head.present_after, shape_of)
@@ -265,7 +266,7 @@ def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len
         packed, n, first, second = _kernel.encode_rows_run(
             *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
             head.plan_after, shapes[0].typed, shapes[1].typed, OP_CODES[head.op], False, path, head.label, max_rows,
-            max_bytes)
+            max_bytes, map_body, map_body is not None)
         if not packed:
             return None
         events = run_events(packed)

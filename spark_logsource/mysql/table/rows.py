@@ -401,7 +401,7 @@ class TableMachine(TransactionMachine):
         return typed_run(ev, window[0], window[1], stop, crc_len=crc_len, verify=verify,
                          table_id_size=self.table_id_size, post_header_len=self._rows_post_header[ev.type_code],
                          table_map=naming.table_map, shape_of=naming.shape, path=self.path, max_rows=max_rows,
-                         max_bytes=max_bytes)
+                         max_bytes=max_bytes, map_body=self.table_map_bodies.get(table_map.table_id))
 
 
 class TableWriter(ViewWriter):
