@@ -5,9 +5,12 @@ Starts a real tarantool on loopback (``tests/support/servers/tarantool_live.py``
 1. **Backlog**: writes ``--rows`` rows (default 1M, 1000-row transactions), reads the whole vclock range as an
    anonymous replica through ``LiveStream.plan`` / ``read_slice`` (``tupleFormat`` msgpack and variant), and
    reads the same rows from the server's own xlog files with Tarantool's ``xlog.pairs()`` (a Lua loop touching
-   every row's header and body). Prints rows/s (best of ``--repeat`` runs each: the machine may be shared) and
-   the ratio to xlog.pairs() (the floor is 0.5×), by wall time and by the reader's own CPU time (the live wall
-   time also waits for the server's relay, which writes one row per syscall, and for the scheduler).
+   every row's header and body). And the limit of any reader over one connection, the **drain**: the same
+   SUBSCRIBE, and the relay's bytes up to the range's last row received into one reused buffer and thrown away
+   (not framed, not decoded; their count is taken once beforehand by framing them). Prints rows/s (best of
+   ``--repeat`` runs each: the machine may be shared) and the ratios to xlog.pairs() (the floor is 0.5×) and to
+   the drain, by wall time and by the reader's own CPU time (the live wall time also waits for the server's
+   relay, which writes one row per syscall, and for the scheduler).
 2. **Latency**: a Lua fiber commits ``--rate`` single-row transactions per second (default 10 000) for
    ``--seconds``; the reader (``batchSize=1``: every network read is handed over at once) records, per row,
    arrival time minus the row's WAL timestamp. Prints p50 / p99 / max and the rate actually written.
@@ -87,6 +90,54 @@ def read_live(server: LiveTarantool, start: dict[int, int], end: dict[int, int],
     return n
 
 
+def _subscribed(server: LiveTarantool, start: dict[int, int]):
+    """A connection subscribed from ``start`` (acknowledging on a timer), as the live reader opens it."""
+    stream = stream_of(server, readTimeout=30)
+    conn = stream._connect()
+    conn.subscribe(conn.replicaset_uuid(), start)
+    conn.start_acks(0.25, lambda: dict(start))
+    return conn
+
+
+def relay_bytes(server: LiveTarantool, start: dict[int, int], end: dict[int, int]) -> int:
+    """Bytes the relay sends after the SUBSCRIBE reply up to the last row of ``end`` (framed once, in Python)."""
+    rows = sum(end.values()) - sum(start.get(r, 0) for r in end)
+    conn = _subscribed(server, start)
+    try:
+        got, total = 0, 0
+        buffer = conn.buffer
+        while got < rows:
+            raw = buffer.next()
+            if raw is None:
+                conn.receive("rows")
+                continue
+            total += 5 + len(raw)  # the server always writes the length as 0xce + 4 bytes
+            if raw[2] != 0:  # not an OK (heartbeat)
+                got += 1
+        return total
+    finally:
+        conn.close()
+
+
+def drain(server: LiveTarantool, start: dict[int, int], nbytes: int) -> int:
+    """The limit: the same relay bytes received into one reused buffer and thrown away (no framing, no decoding)."""
+    conn = _subscribed(server, start)
+    try:
+        left = nbytes - conn.buffer.buffered()  # bytes that came with the SUBSCRIBE reply
+        sock = conn._sock
+        assert sock is not None
+        chunk = bytearray(4 << 20)
+        view = memoryview(chunk)
+        while left > 0:
+            n = sock.recv_into(view, min(left, len(chunk)))
+            if not n:
+                raise RuntimeError("the server closed the connection")
+            left -= n
+        return nbytes
+    finally:
+        conn.close()
+
+
 def pairs_rows(server: LiveTarantool, workdir: Path) -> int:
     script = workdir / "pairs.lua"
     script.write_text(PAIRS_LUA)
@@ -114,9 +165,13 @@ def backlog(server: LiveTarantool, workdir: Path, rows: int, repeat: int) -> Non
     server.eval(BACKLOG_LUA.format(rows=rows), timeout=600)
     end = server.vclock()
     print(f"wrote {rows} rows in {time.perf_counter() - began:.1f} s; vclock {start} -> {end}")
+    nbytes = relay_bytes(server, start, end)
+    rows_per_byte = (sum(end.values()) - sum(start.values())) / nbytes
+    print(f"the relay sends {nbytes:,} bytes for these rows")
     results = {}
     for name, fn in [
         ("xlog.pairs() (Lua, server files)", lambda: pairs_rows(server, workdir)),
+        ("drain: relay bytes, not decoded", lambda: round(drain(server, start, nbytes) * rows_per_byte)),
         ("live, tupleFormat=msgpack", lambda: read_live(server, start, end, "msgpack")),
         ("live, tupleFormat=variant", lambda: read_live(server, start, end, "variant")),
     ]:
@@ -124,12 +179,14 @@ def backlog(server: LiveTarantool, workdir: Path, rows: int, repeat: int) -> Non
         results[name] = (n, seconds, cpu)
         print(f"{name:36s} {n:>9d} rows {seconds:7.2f} s {n / seconds:>12,.0f} rows/s")
     pairs_n, pairs_s, pairs_cpu = results["xlog.pairs() (Lua, server files)"]
+    drain_n, drain_s, _ = results["drain: relay bytes, not decoded"]
     print()
-    print("| reader | rows/s (wall) | × xlog.pairs() (wall) | reader CPU s | × xlog.pairs() (rows per CPU s) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| reader | rows/s (wall) | × xlog.pairs() (wall) | × drain (wall) | reader CPU s | "
+          "× xlog.pairs() (rows per CPU s) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, (n, seconds, cpu) in results.items():
-        print(f"| {name} | {n / seconds:,.0f} | {(n / seconds) / (pairs_n / pairs_s):.2f} | {cpu:.2f} | "
-              f"{(n / cpu) / (pairs_n / pairs_cpu):.2f} |")
+        print(f"| {name} | {n / seconds:,.0f} | {(n / seconds) / (pairs_n / pairs_s):.2f} | "
+              f"{(n / seconds) / (drain_n / drain_s):.2f} | {cpu:.2f} | {(n / cpu) / (pairs_n / pairs_cpu):.2f} |")
 
 
 def latency(server: LiveTarantool, rate: int, seconds: float) -> None:

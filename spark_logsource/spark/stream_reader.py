@@ -148,13 +148,15 @@ class LogStreamReader(DataSourceStreamReader):
             budget = ReadBudget()
             log.info("latestOffset() before any offset is known: the first batch of this run reads everything "
                      "available (pyspark < 4.2 gives no start to cap from)")
+        # an unlimited answer is the newest boundary (availableNow: only when its target was asked for just now)
+        newest = budget.unlimited and (not self._available_now or self._target is None)
         if self._available_now:
             end = self._latest_before_target(start, budget)
         else:
             end = self.stream.latest_offset(start, budget)
         self._last = end
         self._asked_from = start
-        self._newest = end if budget.unlimited and not self._available_now else None
+        self._newest = end if newest else None
         return end
 
     def reportLatestOffset(self) -> Offset | None:
@@ -196,6 +198,8 @@ class LogStreamReader(DataSourceStreamReader):
         if self._target is None:
             self._target = self.stream.latest_offset(start, ReadBudget())
             log.info("trigger(availableNow): reading up to %s", offset_json(self._target))
+            if budget.unlimited:  # the same question, just answered (a typed stream's answer walks the backlog)
+                return start if self.stream.compare_offsets(start, self._target) >= 0 else self._target
         if self.stream.compare_offsets(start, self._target) >= 0:
             # The run's end. Asked once more from here, a stream that must stop at this very boundary (a schema
             # change the query's schema cannot name) raises now, ending this run with its error, not the next one.

@@ -114,6 +114,7 @@ class IprotoConnection:
         self.greeting: Greeting | None = None
         self._sock: socket.socket | None = None
         self._sync = 0
+        self._scratch: bytearray | None = None
         self._send_lock = threading.Lock()
         self._ack_thread: threading.Thread | None = None
         self._ack_stop = threading.Event()
@@ -155,14 +156,36 @@ class IprotoConnection:
         try:
             chunk = self._sock.recv(n)
         except TimeoutError:
-            raise SourceError(self.source, self.position, f"no data and no heartbeat for {self.read_timeout:g} s "
-                                                          f"while waiting for {what} (readTimeout)") from None
+            raise self._timed_out(what) from None
         except OSError as exc:
             raise ConnectionLost(self.source, self.position, f"connection lost: {os_reason(exc)}") from None
         if not chunk:
-            raise ConnectionLost(self.source, self.position, f"server closed the connection while we waited for "
-                                                             f"{what}")
+            raise self._closed(what)
         return chunk
+
+    def _timed_out(self, what: str) -> SourceError:
+        return SourceError(self.source, self.position, f"no data and no heartbeat for {self.read_timeout:g} s while "
+                                                       f"waiting for {what} (readTimeout)")
+
+    def _closed(self, what: str) -> ConnectionLost:
+        return ConnectionLost(self.source, self.position, f"server closed the connection while we waited for {what}")
+
+    def _fill(self, what: str) -> None:
+        """One blocking read (up to ``read_timeout``) into a reused buffer, appended to :attr:`buffer`."""
+        if self._sock is None:
+            raise SourceError(self.source, self.position, "connection is closed")
+        if self._scratch is None:
+            self._scratch = bytearray(_RECV_BYTES)
+        with memoryview(self._scratch) as view:
+            try:
+                n = self._sock.recv_into(view)
+            except TimeoutError:
+                raise self._timed_out(what) from None
+            except OSError as exc:
+                raise ConnectionLost(self.source, self.position, f"connection lost: {os_reason(exc)}") from None
+            if not n:
+                raise self._closed(what)
+            self.buffer.feed(view[:n])
 
     def _send(self, header: dict[int, Any], body: dict[int, Any] | None) -> None:
         payload = msgpack.packb(header) + (msgpack.packb(body) if body is not None else b"")
@@ -190,7 +213,7 @@ class IprotoConnection:
             while packet is not None:
                 yield packet
                 packet = buffer.next()
-            buffer.feed(self._recv(_RECV_BYTES, what))
+            self._fill(what)
 
     def receive_ready(self, up_to: int) -> None:
         """Add the bytes that have already arrived, up to about ``up_to`` buffered (never waits; errors are left
@@ -202,29 +225,13 @@ class IprotoConnection:
         poller.register(sock, select.POLLIN)
         while self.buffer.buffered() < up_to and poller.poll(0):
             try:
-                chunk = sock.recv(_RECV_BYTES)  # readable: returns at once (a timeout socket would wait otherwise)
-            except OSError:
+                self._fill("rows")  # readable: returns at once (a timeout socket would wait otherwise)
+            except SourceError:
                 return
-            if not chunk:
-                return
-            self.buffer.feed(chunk)
 
     def receive(self, what: str) -> None:
         """Wait (up to ``read_timeout``) for more bytes and add them to :attr:`buffer`."""
-        self.buffer.feed(self._recv(_RECV_BYTES, what))
-
-    def pending_packets(self, what: str) -> list[bytes]:
-        """All complete packets available now; waits (up to ``read_timeout``) only if none is."""
-        buffer = self.buffer
-        out = []
-        packet = buffer.next()
-        while packet is None:
-            buffer.feed(self._recv(_RECV_BYTES, what))
-            packet = buffer.next()
-        while packet is not None:
-            out.append(packet)
-            packet = buffer.next()
-        return out
+        self._fill(what)
 
     def _reply(self, sync: int, what: str) -> Packet:
         for raw in self.raw_packets(what):

@@ -45,7 +45,7 @@ from spark_logsource.options import ParseMode
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
 from spark_logsource.tarantool.decode.columns import column_builder
 from spark_logsource.tarantool.decode.rows import SCALAR_COLUMNS, VALUE_COLUMNS
-from spark_logsource.tarantool.iproto import ERROR_FLAG, K_SYNC, K_VCLOCK, OK
+from spark_logsource.tarantool.iproto import ERROR_FLAG, OK
 from spark_logsource.tarantool.position import vclock_text
 from spark_logsource.tarantool.stream.client import Ballot, IprotoConnection
 from spark_logsource.tarantool.stream.packets import (
@@ -54,7 +54,9 @@ from spark_logsource.tarantool.stream.packets import (
     decode_packet,
     error_of,
     packet_type,
+    snapshot_row,
     stall_error,
+    without_sync,
 )
 
 if TYPE_CHECKING:
@@ -291,6 +293,8 @@ class _RangeReader:
         #: per origin: the last LSN received (rows up to it are handled); where a reconnect resumes
         self.received: VClock = dict(self.low)
         self.pending = {r for r, v in self.end.items() if v > self.low.get(r, 0)}
+        #: per origin: the last LSN of the range the server had when it answered SUBSCRIBE (rows it surely sends)
+        self.available: VClock = {}
         self.schema = fmt.rows_schema()  # the plain rows, also under view=space (typed from them)
         self.corrupt_column = fmt.common.corrupt_column_or_none
         self._out: list[pa.RecordBatch] = []
@@ -383,7 +387,7 @@ class _RangeReader:
         chunk: list[bytes] = []
         count = 0
         for raw in rows:
-            chunk.append(_snapshot_row(raw, tag, self.source))
+            chunk.append(snapshot_row(raw, tag, self.source))
             if len(chunk) >= self.fmt.common.batch_size:
                 count += len(chunk)
                 yield from self._emit_rows(chunk, "SNAP")
@@ -401,6 +405,7 @@ class _RangeReader:
         server_vclock, replicaset = conn.subscribe(self.slice.replicaset, self.received)
         if replicaset is not None:
             self.stream._check_replicaset(self.slice.replicaset, replicaset)
+        self.available = {r: min(self.end[r], server_vclock.get(r, 0)) for r in self.pending}
         behind = {r: self.end[r] for r in self.pending if server_vclock.get(r, 0) < self.end[r]}
         if behind:
             log.info("%s: server vclock %s is behind the range end %s; waiting for it", self.source,
@@ -413,27 +418,45 @@ class _RangeReader:
         buffer = conn.buffer
         limit = max(self.fmt.common.batch_size, 4096)
         last_row = time.monotonic()
+        payload = bytearray()  # rows framed and not decoded yet (``bounds``: where each ends)
+        bounds: list[int] = []
         while self.pending:
             if buffer.buffered() < _READY_BYTES:
                 conn.receive_ready(_READY_BYTES)  # decode in large chunks when the server is ahead of us
-            payload = bytearray()
-            bounds: list[int] = []
-            buffer.take_rows(payload, bounds, limit)
-            if not bounds:
-                # Not a row of the usual shape (heartbeat, error, unusual header), or more bytes are needed.
-                raw = buffer.next()
-                if raw is None:
+            other = buffer.take_rows(payload, bounds, limit - len(bounds))
+            if bounds:
+                if other or len(bounds) >= limit or self._due(len(bounds)) <= 0:
+                    # A whole batch, a packet of another kind next, or no row surely coming: decode now. Rows
+                    # count as received only when decoded, so a lost connection resumes before the framed ones.
+                    last_row = time.monotonic()
+                    yield from self._take(bytes(payload), bounds)
+                    payload, bounds = bytearray(), []
+                    conn.position = self.position()
+                else:
+                    # More rows of the server's log are on their way: gather a whole batch before decoding (read
+                    # at once all the same: the kernel's queue of small packets stays short, see the docs).
                     conn.receive("rows")
-                    continue
-                payload, bounds = self._rows_of([raw])
+                continue
+            # Not a row of the usual shape (heartbeat, error, unusual header), or more bytes are needed.
+            raw = buffer.next()
+            if raw is None:
+                conn.receive("rows")
+                continue
+            payload, bounds = self._rows_of([raw])
             now = time.monotonic()
             if bounds:
                 last_row = now
                 yield from self._take(bytes(payload), bounds)
                 conn.position = self.position()
+                payload, bounds = bytearray(), []
             elif now - last_row > self.fmt.read_timeout:
                 raise stall_error(self.source, self.position(), self.received, self.pending, self.end,
                                   self.fmt.read_timeout, self.stream.server_state()[1].gc_vclock)
+
+    def _due(self, framed: int) -> int:
+        """A lower bound of the rows still to arrive that the server surely sends: LSNs of the range it had when
+        it answered SUBSCRIBE, not received yet, less the ``framed`` rows waiting to be decoded."""
+        return sum(max(0, self.available.get(r, 0) - self.received.get(r, 0)) for r in self.pending) - framed
 
     def _rows_of(self, packets: list[bytes]) -> tuple[bytearray, list[int]]:
         """The data rows of ``packets`` as one payload (SYNC removed from each header), and where each ends."""
@@ -456,7 +479,7 @@ class _RangeReader:
                 raise error_of(packet, self.source, self.position())
             if packet.type == OK:
                 continue  # a heartbeat
-            payload += _without_sync(p, self.source)
+            payload += without_sync(p, self.source)
             bounds.append(len(payload))
         return payload, bounds
 
@@ -557,37 +580,3 @@ def _bools(array: pa.Array) -> np.ndarray:
         array = pc.fill_null(array, False)
     bools: np.ndarray = array.to_numpy(zero_copy_only=False)
     return bools
-
-
-def _split_header(p: bytes, source: str) -> tuple[dict[int, Any], bytes]:
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(p) + 1)
-    unpacker.feed(p)
-    try:
-        header = unpacker.unpack()
-    except Exception as exc:
-        raise SourceError(source, None, f"protocol error: undecodable row header ({type(exc).__name__})") from None
-    if not isinstance(header, dict):
-        raise SourceError(source, None, "protocol error: row header is not a map")
-    return header, p[unpacker.tell():]
-
-
-def _without_sync(p: bytes, source: str) -> bytes:
-    """A row packet re-encoded without its SYNC header entry (slow path for unusual header layouts)."""
-    header, rest = _split_header(p, source)
-    header.pop(K_SYNC, None)
-    packed: bytes = msgpack.packb(header)
-    return packed + rest
-
-
-def _snapshot_row(p: bytes, tag: bytes, source: str) -> bytes:
-    """A FETCH_SNAPSHOT row with SYNC removed and the read view's vclock (``tag``) added to its header."""
-    if len(p) > 4 and p[0] == 0x82 and p[1] == 0x00 and p[2] < 0x80 and p[3] == 0x01:
-        v = p[4]
-        size = 1 if v < 0x80 else _UINT_SIZE.get(v, 0)
-        if size:
-            return b"\x82\x00" + p[2:3] + tag + p[4 + size:]
-    header, rest = _split_header(p, source)
-    header.pop(K_SYNC, None)
-    header[K_VCLOCK] = msgpack.unpackb(tag[1:], strict_map_key=False)
-    packed: bytes = msgpack.packb(header)
-    return packed + rest

@@ -18,11 +18,12 @@ import msgpack
 from spark_logsource.errors import AuthenticationError, SourceError, UnavailableError
 from spark_logsource.native import load_kernel
 from spark_logsource.tarantool.decode.mpext import ext_hook
-from spark_logsource.tarantool.iproto import ERROR_FLAG, K_ERROR, K_ERROR_24, K_TYPE
+from spark_logsource.tarantool.iproto import ERROR_FLAG, K_ERROR, K_ERROR_24, K_SYNC, K_TYPE, K_VCLOCK
 from spark_logsource.tarantool.position import vclock_text
 
 __all__ = ["MAX_PACKET_BYTES", "ConnectionLost", "Packet", "PacketBuffer", "ServerError", "ServerStarting",
-           "XlogGapError", "decode_packet", "error_of", "int_vclock", "packet_type"]
+           "XlogGapError", "decode_packet", "error_of", "int_vclock", "packet_type", "snapshot_row",
+           "without_sync"]
 
 #: The C twin of PacketBuffer.take_rows_py (``_frames.c``), or None (pure Python; see spark_logsource.native).
 _frames = load_kernel("spark_logsource.tarantool._frames")
@@ -100,7 +101,7 @@ class PacketBuffer:
         self.max_packet = max_packet
         self.source = source
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         if self._pos and self._pos == len(self._buf):
             self._buf.clear()
             self._pos = 0
@@ -269,3 +270,37 @@ def packet_type(data: bytes) -> int | None:
     if b == 0xCE and len(data) >= 7:
         return int.from_bytes(data[3:7], "big")
     return None
+
+
+def _split_header(p: bytes, source: str) -> tuple[dict[int, Any], bytes]:
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(p) + 1)
+    unpacker.feed(p)
+    try:
+        header = unpacker.unpack()
+    except Exception as exc:
+        raise SourceError(source, None, f"protocol error: undecodable row header ({type(exc).__name__})") from None
+    if not isinstance(header, dict):
+        raise SourceError(source, None, "protocol error: row header is not a map")
+    return header, p[unpacker.tell():]
+
+
+def without_sync(p: bytes, source: str) -> bytes:
+    """A row packet re-encoded without its SYNC header entry (slow path for unusual header layouts)."""
+    header, rest = _split_header(p, source)
+    header.pop(K_SYNC, None)
+    packed: bytes = msgpack.packb(header)
+    return packed + rest
+
+
+def snapshot_row(p: bytes, tag: bytes, source: str) -> bytes:
+    """A FETCH_SNAPSHOT row with SYNC removed and the read view's vclock (``tag``) added to its header."""
+    if len(p) > 4 and p[0] == 0x82 and p[1] == 0x00 and p[2] < 0x80 and p[3] == 0x01:
+        v = p[4]
+        size = 1 if v < 0x80 else _UINT_PREFIX.get(v, 0)
+        if size:
+            return b"\x82\x00" + p[2:3] + tag + p[4 + size:]
+    header, rest = _split_header(p, source)
+    header.pop(K_SYNC, None)
+    header[K_VCLOCK] = msgpack.unpackb(tag[1:], strict_map_key=False)
+    packed: bytes = msgpack.packb(header)
+    return packed + rest
