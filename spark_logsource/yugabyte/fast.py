@@ -20,11 +20,9 @@ import pyarrow as pa
 
 from spark_logsource.arrow.columns import variant_type
 from spark_logsource.arrow.variant import encode_variant
-from spark_logsource.errors import DecodeError
 from spark_logsource.filters import Predicate, apply_predicates
-from spark_logsource.framing import BadRange
 from spark_logsource.native import load_kernel
-from spark_logsource.yugabyte.messages import BatchRecord, decode_batch, kernel_specs
+from spark_logsource.yugabyte.messages import BatchRecord, kernel_specs
 from spark_logsource.yugabyte.segment import EntryScanner
 
 __all__ = ["FastBuilder", "fast_kernel", "read_entries_fast"]
@@ -160,36 +158,30 @@ def read_entries_fast(reader: Any, scanner: EntryScanner,
     ctx = builder.context(seg)
     window, limit, verify = scanner.window, scanner.limit, scanner.verify
     pos: int | None = scanner.start
-    entries = 0
-    low = high = None
+    span = IndexSpan()
     while pos is not None:
         if pos < limit:
             pos, n, lo, hi = cb.decode(window.get(pos, min(limit - pos, FAST_CHUNK)), pos, ctx, verify)
             if n:
-                entries += n
-                if lo is not None:
-                    low = lo if low is None else min(low, lo)
-                    high = hi if high is None else max(high, hi)
+                span.add(n, lo, hi)
                 yield from builder.full_batches()
         item, pos = scanner.step(pos)
-        if item is None:
-            continue
-        if isinstance(item, BadRange):
-            reader._report(seg, item.offset, item.error)
+        if item is not None:
+            span.add(*reader.reference_item(scanner, seg, item))
             yield from builder.full_batches()
-            continue
-        try:
-            batch = decode_batch(item.body)
-        except DecodeError as exc:
-            scanner.had_corruption = True
-            reader._report(seg, item.offset, exc.at(scanner.path, item.offset + 12))
-            yield from builder.full_batches()
-            continue
-        entries += len(batch.entries)
-        for e in batch.entries:
-            if e.index is not None:
-                low = e.index if low is None else min(low, e.index)
-                high = e.index if high is None else max(high, e.index)
-        reader._add(seg, item.offset, batch)
-        yield from builder.full_batches()
-    return entries, low, high
+    return span.entries, span.low, span.high
+
+
+class IndexSpan:
+    """How many entries a segment's walk met and their lowest and highest index (the footer check's figures)."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.low: int | None = None
+        self.high: int | None = None
+
+    def add(self, entries: int, low: int | None, high: int | None) -> None:
+        self.entries += entries
+        if low is not None and high is not None:
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)

@@ -43,7 +43,7 @@ from spark_logsource.io.fs import display_name, open_input, split_query
 from spark_logsource.options import CommonOptions
 from spark_logsource.yugabyte.catalog import SchemaCatalog
 from spark_logsource.yugabyte.docdb import decode_pairs
-from spark_logsource.yugabyte.fast import FastBuilder, fast_kernel, read_entries_fast
+from spark_logsource.yugabyte.fast import FastBuilder, IndexSpan, fast_kernel, read_entries_fast
 from spark_logsource.yugabyte.messages import BatchRecord, EntryRecord, decode_batch, has_schema_change
 from spark_logsource.yugabyte.segment import (
     EncryptedWalError,
@@ -504,29 +504,28 @@ class _TabletReader:
     def _walk(self, scanner: EntryScanner, info: SegmentInfo,
               seg: _SegmentCtx) -> Generator[pa.RecordBatch, None, tuple[int, int | None, int | None]]:
         """The reference walk of a scanner's batches: (entries, lowest index, highest index) for the footer check."""
-        entries = 0
-        low: int | None = None
-        high: int | None = None
+        span = IndexSpan()
         for item in scanner:
-            if isinstance(item, BadRange):
-                self._report(seg, item.offset, item.error)
-                yield from self.builder.full_batches()
-                continue
-            try:
-                batch = decode_batch(item.body)
-            except DecodeError as exc:
-                scanner.had_corruption = True
-                self._report(seg, item.offset, exc.at(info.path, item.offset + 12))
-                yield from self.builder.full_batches()
-                continue
-            entries += len(batch.entries)
-            for e in batch.entries:
-                if e.index is not None:
-                    low = e.index if low is None else min(low, e.index)
-                    high = e.index if high is None else max(high, e.index)
-            self._add(seg, item.offset, batch)
+            span.add(*self.reference_item(scanner, seg, item))
             yield from self.builder.full_batches()
-        return entries, low, high
+        return span.entries, span.low, span.high
+
+    def reference_item(self, scanner: EntryScanner, seg: _SegmentCtx,
+                       item: Any) -> tuple[int, int | None, int | None]:
+        """One framed item through the reference: a bad range or an undecodable batch reported, a batch's rows
+        added; its (entries, lowest index, highest index)."""
+        if isinstance(item, BadRange):
+            self._report(seg, item.offset, item.error)
+            return 0, None, None
+        try:
+            batch = decode_batch(item.body)
+        except DecodeError as exc:
+            scanner.had_corruption = True
+            self._report(seg, item.offset, exc.at(scanner.path, item.offset + 12))
+            return 0, None, None
+        indexes = [e.index for e in batch.entries if e.index is not None]
+        self._add(seg, item.offset, batch)
+        return len(batch.entries), min(indexes, default=None), max(indexes, default=None)
 
 
 def footer_mismatch(footer: dict[str, Any], entries: int, low: int | None, high: int | None) -> str | None:
