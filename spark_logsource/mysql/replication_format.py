@@ -10,7 +10,8 @@ uses: each partition of a batch takes ``serverId + i``, distinct from real repli
 | a MariaDB GTID state ``0-1-500``), ``endingPosition`` (batch: ``latest`` or a JSON position),
 ``failOnDataLoss``, ``maxFilesPerTrigger``, ``maxBytesPerTrigger``, ``heartbeatInterval`` (seconds), plus every
 ``mysql-binlog`` option. Planning asks the server (``SHOW MASTER STATUS``, ``SHOW BINARY LOGS``); each partition
-is one binlog file's range, dumped by an executor with its own connection (:mod:`.client`).
+is one binlog file's range, dumped by an executor with its own connection (:mod:`.client`). ``view=state`` (batch
+only) replays the server's binlogs up to ``asOf`` (:class:`~spark_logsource.mysql.table.state.LiveStateView`).
 """
 
 from __future__ import annotations
@@ -207,8 +208,11 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         in its binlogs, with this source's own account); ``password`` is this source's, also for another
         ``schemaFrom=mysql://`` server."""
         if self.view == "state":
-            raise OptionError("view", "view=state is not available on mysql-replication yet: use mysql-binlog on "
-                                      "the server's binlog directory")
+            # replayed from the table's CREATE TABLE in the server's binlogs, which also give its layouts
+            if opts.string("schemaFrom") is not None:
+                raise OptionError("schemaFrom", "view=state on mysql-replication takes the table's layouts from the "
+                                                "DDL in the server's binlogs, from its CREATE TABLE on")
+            return parse_table_options("state", opts.string("table"), "binlog")
         if self.view != "table":
             return super()._table_options(opts)
         schema_from = opts.string("schemaFrom")
@@ -229,6 +233,11 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
                                   connect_timeout=connect_timeout, reconnect=parse_reconnect(opts))
         self.server_id_base = opts.integer("serverId", DEFAULT_SERVER_ID, minimum=1, maximum=(1 << 32) - 1025)
+        if self.view == "state":
+            for name in ("startingPosition", "endingPosition"):
+                if opts.string(name) is not None or (name == "startingPosition" and self.snapshot_start):
+                    raise OptionError(name, "does not apply to view=state (the state is of every change up to "
+                                            "asOf, from the oldest binlog the server has)")
         self.starting = parse_starting_position(opts.string("startingPosition"))
         ending = (opts.string("endingPosition") or "latest").strip()
         if ending.lower() == "latest":
@@ -260,7 +269,16 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         return ReplicationClient(self.settings, verify_checksums=self.common.verify_checksums)
 
     def table_view(self) -> TableView:
-        """The ``view=table`` reader of the server (:func:`~spark_logsource.mysql.table.stream.live_table_view`)."""
+        """The ``view=table`` reader of the server (:func:`~spark_logsource.mysql.table.stream.live_table_view`);
+        with ``view=state``, the state's plan (:class:`~spark_logsource.mysql.table.state.LiveStateView`)."""
+        if self._table_view is None and self.view == "state":
+            from spark_logsource.mysql.table.state import LiveStateView
+
+            def plan_state() -> LiveStateView:
+                with self.client() as client:
+                    return LiveStateView(self, client, self.server_id_base + DDL_WALK_ID_OFFSET)
+
+            self._table_view = self.settings.reconnect.call(plan_state, "planning the table's state")
         if self._table_view is None:
             from spark_logsource.mysql.table.stream import live_table_view
 
@@ -285,6 +303,8 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
     def plan(self, files: Sequence[FileEntry], predicates: Sequence[Predicate] = ()) -> list[Split]:
         if self.snapshot is not None:
             raise OptionError("startingPosition", "snapshot starts a stream (readStream, follow), not a batch read")
+        if self.view == "state":
+            return self.table_view().number_splits([])
         stream = ReplicationStream(self)
         start = stream.initial_offset()
         end = self.ending.to_offset() if self.ending is not None else stream.plain_latest(start, ReadBudget())
@@ -297,6 +317,14 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
         return splits
 
     def read_split(self, split: Split, predicates: Sequence[Predicate] = ()) -> Iterator[pa.RecordBatch]:
+        if self.view == "state":
+            # the driver's plan (its end, history and point) rides in the split: the task replays that plan
+            from spark_logsource.mysql.table.state import LiveStateView
+
+            view = split.hint("state")
+            assert isinstance(view, LiveStateView)
+            yield from view.read_live(split, self.settings, self.server_id_base)
+            return
         file = split.uri.rsplit("/", 1)[-1]
         slice_ = LiveSlice(file, split.start, split.end if split.end is not None else split.file_size,
                            split.hint("server_id"))
@@ -316,6 +344,9 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
                                    machine_type=machine_type())
 
     def stream(self) -> LogStream:
+        if self.view == "state":
+            raise OptionError("view", "view=state is a batch read (a table's content as of one point: spark.read); "
+                                      "a stream of mysql-replication reads view=changes, view=events or view=table")
         live = ReplicationStream(self)
         if self.snapshot is None:
             return live

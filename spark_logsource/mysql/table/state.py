@@ -4,6 +4,7 @@
 replay, :mod:`.rows`), finds the point ``asOf`` names and the layout in force there. Split ``i`` of
 ``statePartitions`` replays the table's typed changes up to that point, in log order, and keeps the rows whose
 key (the primary key, or the whole row of a table without one) hashes to ``i``: no row crosses the driver.
+:class:`LiveStateView` does the same over a live server's binlogs (``mysql-replication``), dumped by the tasks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import datetime as dt
 import logging
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from spark_logsource.arrow.columns import variant_field
-from spark_logsource.errors import CorruptDataError, OptionError
+from spark_logsource.errors import CorruptDataError, OptionError, SourceError
 from spark_logsource.framing import BadRange
 from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.logformat import Split
@@ -31,8 +32,10 @@ from spark_logsource.mysql.binlog.events import BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode.event_bodies import decode_event_body
 from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.position import FILE_START
 from spark_logsource.mysql.read.options import BinlogReadOptions
-from spark_logsource.mysql.table.ddl import Position
+from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient
+from spark_logsource.mysql.table.ddl import Catalog, Position
 from spark_logsource.mysql.table.layout import Layout
 from spark_logsource.mysql.table.options import TableOptions
 from spark_logsource.mysql.table.rows import TableView
@@ -40,8 +43,9 @@ from spark_logsource.options import ParseMode
 
 if TYPE_CHECKING:
     from spark_logsource.mysql.format import MysqlBinlogFormat
+    from spark_logsource.mysql.replication_format import MysqlReplicationFormat
 
-__all__ = ["DEFAULT_PARTITIONS", "AsOf", "StateView", "parse_as_of"]
+__all__ = ["DEFAULT_PARTITIONS", "AsOf", "LiveStateView", "StateView", "parse_as_of"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,8 @@ _STATE_URI = "mysql-state:"
 _MARIA_GTID = re.compile(r"^(\d+)-(\d+)-(\d+)$")
 _MYSQL_GTID = re.compile(r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
                          r"((?::\d+(?:-\d+)?)+)$")
+#: (position of its GTID event, its GTID, its time): one transaction of the walk that places asOf
+Transaction = tuple[Position, str | None, dt.datetime]
 _AS_OF_FORMS = "a file:pos (mysql-bin.000042:1234), a GTID state (0-1-100,1-2-7 or uuid:1-100) or a time " \
                "(2024-05-01 13:00:00, UTC without an offset)"
 
@@ -141,6 +147,15 @@ class StateView(TableView):
 
     def __init__(self, fmt: MysqlBinlogFormat, options: TableOptions, as_of: str | None,
                  partitions: int | None) -> None:
+        self._refuse(fmt, options, as_of, partitions)
+        super().__init__(fmt, options)
+        #: (name, number in the history's positions) of each binlog read, in log order
+        self.files = sorted(self.file_numbers.items(), key=lambda item: item[1])
+        self._plan(fmt, self._cutoff((len(self.files), 0), self._transactions))
+
+    def _refuse(self, fmt: MysqlBinlogFormat, options: TableOptions, as_of: str | None,
+                partitions: int | None) -> None:
+        """The options a state cannot take; ``asOf`` and ``statePartitions`` parsed."""
         if options.schema_from == "metadata":
             raise OptionError("schemaFrom", "view=state needs the table's primary key, which schemaFrom=metadata "
                                             "does not give: use binlog, ddl:<path> or mysql://user@host:port")
@@ -153,12 +168,14 @@ class StateView(TableView):
                 raise OptionError(name, "does not apply to view=state (the state is of every change up to asOf)")
         self.as_of = parse_as_of(as_of)
         self.partitions = partitions or DEFAULT_PARTITIONS
-        super().__init__(fmt, options)
+
+    def _plan(self, fmt: MysqlBinlogFormat, cutoff: Position) -> None:
+        """The point ``cutoff``, the layout in force there and the state's columns (the history is read)."""
+        options = self.options
         layouts = [v.layout for v in self.history.versions if v.layout is not None]
         #: the reader of the table's changes: a plain view=table reader over the same history
         self.reader = TableView.from_history(fmt, options, self.history, layouts)
-        self.uris = sorted(self.file_numbers, key=self.file_numbers.__getitem__)
-        self.cutoff = self._cutoff()
+        self.cutoff = cutoff
         name = f"{options.database}.{options.table}"
         version = self.history.at(self.cutoff)
         if version is None or version.layout is None:
@@ -189,28 +206,33 @@ class StateView(TableView):
         self._state_schema = pa.schema(fields)
 
     def _where(self, position: Position) -> str:
-        return f"{base_name(self.uris[position[0]])}:{position[1]}" if position[0] >= 0 else "the DDL file"
+        names = {number: name for name, number in self.files}
+        name = names.get(position[0])
+        return f"{base_name(name)}:{position[1]}" if name is not None else "the DDL file"
 
     def _point(self) -> str:
         return "the end of the binlogs" if self.as_of.kind == "end" else f"asOf={self.as_of.text}"
 
     # -- the point (driver) --------------------------------------------------------------------------------------
-    def _cutoff(self) -> Position:
-        """The first position the state leaves out: rows before it count (GTID states also check each row's)."""
-        end: Position = (len(self.uris), 0)
+    def _cutoff(self, end: Position, transactions: Callable[[], Iterable[Transaction]]) -> Position:
+        """The first position the state leaves out: rows before it count (GTID states also check each row's).
+        ``end``: the end of the binlogs read; ``transactions``: the walk over their GTID events."""
         if self.as_of.kind == "end":
             return end
         if self.as_of.kind == "position":
-            names = [base_name(u) for u in self.uris]
+            names = [base_name(name) for name, _number in self.files]
             if self.as_of.file not in names:
                 raise OptionError("asOf", f"no binlog {self.as_of.file!r} among the files read ({', '.join(names)})")
-            n = names.index(self.as_of.file)
             if self.as_of.pos < 4:
                 raise OptionError("asOf", f"position {self.as_of.pos} is inside the binlog magic (the first event "
                                           "is at 4)")
-            return (n, self.as_of.pos)
+            point = (self.files[names.index(self.as_of.file)][1], self.as_of.pos)
+            if point > end:
+                raise OptionError("asOf", f"{self.as_of.text} is past the end of the binlogs read "
+                                          f"({self._where(end)})")
+            return point
         # a GTID state or a time: the point right after the last transaction it includes
-        txns = list(self._transactions())
+        txns = list(transactions())
         if not txns:
             raise OptionError("asOf", f"the binlogs read hold no transaction boundaries (GTID events) to place "
                                       f"asOf={self.as_of.text}")
@@ -226,11 +248,11 @@ class StateView(TableView):
         last = max((i for i, x in enumerate(inside) if x), default=-1)
         return txns[last + 1][0] if last + 1 < len(txns) else end
 
-    def _transactions(self) -> Iterator[tuple[Position, str | None, dt.datetime]]:
+    def _transactions(self) -> Iterator[Transaction]:
         """(position, GTID, time) of each transaction's GTID event, in log order (event headers are read; only
         GTID events are decoded)."""
         mode = self.common.mode
-        for n, uri in enumerate(self.uris):
+        for uri, n in self.files:
             path = display_name(uri)
             with open_input(uri) as source:
                 try:
@@ -268,14 +290,23 @@ class StateView(TableView):
         return [Split(f"{name}/{i}", 0, None, 0, (("part", i), ("parts", parts))) for i in range(parts)]
 
     def read_split(self, split: Split, options: BinlogReadOptions) -> Iterator[pa.RecordBatch]:
+        def read_file(uri: str, n: int, stop: int | None) -> Iterator[pa.RecordBatch]:
+            opts = dataclasses.replace(self.reader.read_options, start_position=None, stop_position=stop)
+            return self.reader.read_split(Split(uri, 0, None, 0, (("file_number", n),)), opts)
+
+        return self.replay(split, read_file)
+
+    def replay(self, split: Split, read_file: Callable[[str, int, int | None], Iterator[pa.RecordBatch]]
+               ) -> Iterator[pa.RecordBatch]:
+        """The rows of split ``split``: the table's changes of each binlog up to the point, read by
+        ``read_file(name, number, stop)`` (``stop``: the point's offset in its binlog, None for a whole one), replayed
+        in log order."""
         replay = _Replay(self, split.hint("part", 0), split.hint("parts", 1))
         last_file, stop = self.cutoff
-        for n, uri in enumerate(self.uris[:last_file + 1]):
-            if n == last_file and stop == 0:
+        for name, n in self.files:
+            if n > last_file or (n == last_file and stop == 0):
                 break
-            opts = dataclasses.replace(self.reader.read_options, start_position=None,
-                                       stop_position=stop if n == last_file else None)
-            for batch in self.reader.read_split(Split(uri, 0, None, 0, (("file_number", n),)), opts):
+            for batch in read_file(name, n, stop if n == last_file else None):
                 replay.apply(batch, n)
         yield from replay.output()
 
@@ -401,3 +432,84 @@ class _Replay:
                 arrays.append(pa.nulls(len(rows), pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
+
+
+class LiveStateView(StateView):
+    """``view=state`` on ``mysql-replication``: the same state, replayed from the binlogs the server still has, read
+    over the replication protocol. The driver plans (``SHOW MASTER STATUS`` for the end, a dump of the QUERY events
+    for the DDL and, for a GTID or a time, of the GTID events for the point); each task dumps the binlogs up to the
+    point as its own replica. The view rides in the splits: a task replays with the driver's point and history."""
+
+    def __init__(self, fmt: MysqlReplicationFormat, client: ReplicationClient, server_id: int) -> None:
+        from spark_logsource.mysql.table.follow import file_number
+        from spark_logsource.mysql.table.stream import live_statements
+
+        options = fmt.table_options
+        assert options is not None
+        self._refuse(fmt, options, *fmt.state_options)
+        self.source = fmt.settings.source
+        end_file, end_pos, _gtid = client.master_status()  # first: every binlog below it is complete
+        logs = client.binary_logs()
+        names = [name for name, _size in logs]
+        if end_file not in names:
+            raise SourceError(self.source, f"{end_file}:{end_pos}", "the server does not list the binlog it writes")
+        logs = logs[:names.index(end_file) + 1]
+        #: where each binlog's dump stops: its size, the end position for the last one
+        self.sizes = {**dict(logs), end_file: end_pos}
+        self.files = [(name, file_number(name)) for name, _size in logs]
+        end = (file_number(end_file), end_pos)
+        catalog = Catalog()
+        for st in live_statements(client, (logs[0][0], FILE_START), (end_file, end_pos), logs, server_id):
+            catalog.apply(st.query, st.schema, (file_number(st.file), st.pos))
+        history = catalog.resolve(options.database, options.table)
+        layouts = history.layouts() if history is not None else []
+        if history is None or not layouts:
+            # the rows written before the oldest binlog are not there to replay: never a partial table
+            raise OptionError("table", f"no CREATE TABLE {options.database}.{options.table} was found in the "
+                                       f"binlogs read: the server's binlogs ({logs[0][0]} … {end_file}) do not "
+                                       "start at the table's creation (purged, or the table was made with the "
+                                       "binlog off), so its state cannot be rebuilt from them")
+        self.options = options
+        self.read_options = dataclasses.replace(fmt.read_options, view="changes", include_query=False)
+        self.common = fmt.common
+        self.file_numbers = {}
+        self._build(history, layouts)
+        self._plan(fmt, self._cutoff(end, lambda: self._live_transactions(client, end, server_id)))
+
+    def _live_transactions(self, client: ReplicationClient, end: Position, server_id: int) -> Iterator[Transaction]:
+        """(position, GTID, time) of each transaction up to ``end``, from a dump of the GTID events alone (its own
+        connection: one that dumped takes no more commands)."""
+        from spark_logsource.mysql.table.follow import file_number
+
+        with ReplicationClient(client.settings, verify_checksums=client.verify_checksums) as dumper:
+            for item in dumper.dump(self.files[0][0], FILE_START, server_id, only=et.GTID_TYPES):
+                ev = item.event
+                if (file_number(item.file), ev.pos) >= end:
+                    break
+                try:
+                    data = decode_event_body(ev.type_code, bytes(ev.body), fde=item.fde, server_id=ev.server_id,
+                                             log_pos=ev.log_pos, max_uncompressed=self.read_options.max_uncompressed)
+                except BinlogDecodeError as exc:
+                    raise exc.at(f"{self.source}/{item.file}", ev.pos + HEADER_LEN) from None
+                yield (file_number(item.file), ev.pos), data.get("gtid"), dt.datetime.fromtimestamp(ev.timestamp,
+                                                                                                   dt.UTC)
+
+    def number_splits(self, splits: list[Split]) -> list[Split]:
+        return [dataclasses.replace(s, hints=(*s.hints, ("state", self))) for s in super().number_splits(splits)]
+
+    def read_live(self, split: Split, settings: ConnectionSettings, server_id: int) -> Iterator[pa.RecordBatch]:
+        """The rows of ``split``, its binlogs dumped as replica ``server_id`` + its part (tasks run side by side: a
+        server ends the older of two dumps with one id)."""
+        from spark_logsource.mysql.replication_format import LiveSlice, read_live_slice
+        from spark_logsource.mysql.table.rows import TableMachine
+        from spark_logsource.mysql.table.stream import table_writer
+
+        replica = server_id + split.hint("part", 0) % 1024  # below serverId + 1024, the driver's own dumps
+
+        def read_file(name: str, _n: int, stop: int | None) -> Iterator[pa.RecordBatch]:
+            writer = table_writer(self.reader, self.history.versions, f"{self.source}/{name}", name)
+            size = self.sizes[name]
+            slice_ = LiveSlice(name, FILE_START, size if stop is None else min(stop, size), replica)
+            return read_live_slice(settings, slice_, self.reader.read_options, writer=writer, machine_type=TableMachine)
+
+        return self.replay(split, read_file)
