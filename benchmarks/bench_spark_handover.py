@@ -19,8 +19,8 @@ binlog's ``changes`` view, two Variant columns), ``binlog-table`` (``view=table`
 ``JFR.stop`` around them) and prints the executor threads' hottest frames; ``--py-spy DIR`` samples the Python
 workers of those runs with py-spy (``pip install py-spy``, the ``bench`` extra). ``--conf k=v`` sets a Spark setting
 at the session's start (e.g. ``spark.driver.extraJavaOptions``); ``--batch-rows N`` sets the rows per batch of every
-read (``batchSize``; by default what our Spark reads use, ``SPARK_BATCH_ROWS``); ``--rebatch N,N`` adds the source
-and the hand-over with N-row batches, side by side with the others.
+read (``batchSize``; by default 32768, as the recorded figures; our reads' own default is 8192); ``--rebatch N,N``
+adds the source and the hand-over with N-row batches, side by side with the others.
 
     PYSPARK_PYTHON=$PWD/.venv/bin/python PYSPARK_DRIVER_PYTHON=$PWD/.venv/bin/python \\
     .venv/bin/python benchmarks/bench_spark_handover.py [--workdir /tmp/spark-logsource-bench-handover] \\
@@ -48,8 +48,6 @@ from pathlib import Path
 
 from local_spark import cpu_seconds, jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
 
-from spark_logsource.spark.base import SPARK_BATCH_ROWS
-
 log = logging.getLogger("bench_spark_handover")
 
 XLOG_INTS = ["offset", "lsn", "replica_id", "tsn", "group_id", "space_id", "index_id"]
@@ -71,6 +69,9 @@ class Result:
     cpu: list[float] = field(default_factory=list)
     jvm: list[float] = field(default_factory=list)  # of cpu: the JVM's own threads (the rest: Python processes)
 
+
+#: rows per batch of every read unless ``--batch-rows`` says otherwise: the size of the recorded figures
+BENCH_BATCH_ROWS = 32768
 
 def shapes(xlog: Path, binlog: Path, table: str) -> dict[str, Shape]:
     return {s.name: s for s in [
@@ -389,8 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(READS), help="which of the reads: source,handover,parquet")
     parser.add_argument("--splits", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--batch-rows", type=int, default=SPARK_BATCH_ROWS,
-                        help="rows per batch of every read (batchSize); default: what a Spark read of ours uses")
+    parser.add_argument("--batch-rows", type=int, default=BENCH_BATCH_ROWS,
+                        help="rows per batch of every read (batchSize); default 32768, as the recorded figures")
     parser.add_argument("--rebatch", default="",
                         help="the source and the hand-over again with batches of N rows (batchSize): N,N")
     parser.add_argument("--conf", action="append", default=[])

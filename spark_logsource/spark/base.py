@@ -24,13 +24,6 @@ from spark_logsource.spark.schema import spark_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Rows per Arrow batch of a Spark batch read when the user sets no ``batchSize`` (``iter_batches`` keeps 8192).
-#: Each batch costs the JVM and the Python worker a fixed hand-over step (the stream message, the vectors' set-up,
-#: pyspark's struct wrapping): with 32768 rows, a ``view=table`` read took 3-13 % less CPU per row than with 8192
-#: in three runs out of three (docs/spark-speed.md). The byte cap of ``arrow/batching.py`` still bounds a batch
-#: of wide rows.
-SPARK_BATCH_ROWS = 32768
-
 
 def short_errors(method: F) -> F:
     """``method`` (called by Spark), raising our errors without their traceback and chain: the frames below
@@ -130,18 +123,9 @@ class LogDataSource(DataSource):
         return spark_schema(self._fmt.schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        fmt = self._batch_read_format()
         if called_for_pushdown():
-            return PushdownLogReader(fmt)
-        return LogReader(fmt)
-
-    @short_errors
-    def _batch_read_format(self) -> LogFormat:
-        """The format of a batch read: :data:`SPARK_BATCH_ROWS` rows per batch unless the user chose ``batchSize``
-        (``readStream`` keeps the format's default: its latency was measured with it)."""
-        if any(key.lower() == "batchsize" for key in self.options):
-            return self._fmt
-        return self.format_cls({**dict(self.options), "batchSize": str(SPARK_BATCH_ROWS)})
+            return PushdownLogReader(self._fmt)
+        return LogReader(self._fmt)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """``spark.readStream``: the format's :meth:`~spark_logsource.logformat.LogFormat.stream`. Cheap and free of
