@@ -429,7 +429,10 @@ class ReplicationClient:
             payloads, error = self._next_payloads(packets, f"{current}:{last_pos}")
             for data in payloads:
                 if kept is not None and len(data) > HEADER_LEN and data[0] == 0 and data[5] not in kept:
-                    continue  # not asked for (``only``): stepped over by its type byte alone
+                    # not asked for (``only``): stepped over by its type byte alone; its end (the header's log_pos
+                    # at bytes 13..17 after the packet's 0 byte) still moves the position errors name
+                    last_pos = int.from_bytes(data[14:18], "little") or last_pos
+                    continue
                 if len(data) > HEADER_LEN and data[0] == 0 and fde is not None:
                     # the bulk of a dump: an event of the range that follows the one before it in the file
                     h = unpack_header(data, 1)

@@ -51,14 +51,15 @@ class PacketBatch(list[bytes | memoryview]):
 class PacketFramer:
     """Socket bytes in, packet payloads out (views of the block they were read into, or bytes when joined)."""
 
-    __slots__ = ("_block", "_filled", "_parsed", "_parts", "_view", "done")
+    __slots__ = ("_block", "_filled", "_joined", "_parsed", "_view", "done")
 
     def __init__(self) -> None:
         self._block = bytearray(BLOCK)
         self._view = memoryview(self._block)
         self._filled = 0
         self._parsed = 0
-        self._parts: list[bytes] = []  # the parts of a payload continued in the next packet
+        # the parts of a payload continued in the next packet, joined as they come: one copy, never two at once
+        self._joined = bytearray()
         #: the end or an error packet was framed: the stream has nothing more
         self.done = False
 
@@ -90,15 +91,15 @@ class PacketFramer:
                 break
             payload: bytes | memoryview = view[parsed + _HEADER:end]
             parsed = end
+            if (length == MAX_PAYLOAD or self._joined) and len(self._joined) + length > MAX_JOINED:
+                self.done = True
+                raise PacketTooLarge(f"a payload continued past {MAX_JOINED} bytes")
             if length == MAX_PAYLOAD:
-                self._parts.append(bytes(payload))
-                if len(self._parts) * MAX_PAYLOAD > MAX_JOINED:
-                    self.done = True
-                    raise PacketTooLarge(f"a payload continued past {MAX_JOINED} bytes")
+                self._joined += payload
                 continue
-            if self._parts:
-                payload = b"".join([*self._parts, payload])
-                self._parts = []
+            if self._joined:
+                self._joined += payload
+                payload, self._joined = memoryview(self._joined), bytearray()
             out.append(payload)
             total += length
             first = payload[0] if len(payload) else 0
