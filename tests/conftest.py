@@ -12,7 +12,9 @@ import pytest
 from spark_logsource.native import pure_python_forced
 from tests.support.twins import TWINS, Twin, activate
 
-pytest_plugins = ["tests.support.servers.tarantool", "tests.support.servers.mariadb"]
+#: The real-server fixtures, each started when a test first asks for it.
+pytest_plugins = ["tests.support.servers.tarantool", "tests.support.servers.tarantool_live",
+                  "tests.support.servers.mariadb", "tests.support.servers.mariadb_stream"]
 
 REPO = Path(__file__).resolve().parent.parent
 #: Real-server files copied from their upstream projects (sources and licences in ``fixtures/README.md``).

@@ -1,11 +1,12 @@
-"""A MariaDB 10.11 of its own for the typed CDC streams (they ALTER, RENAME and TRUNCATE their table: the shared
-servers must not see that), with the streaming tests' settings (:mod:`tests.mysql_stream.conftest`), a table of
-several column types and a writer of multi-row, multi-statement transactions on it."""
+"""The typed CDC streams' MariaDB 10.11: the session's streaming server (:mod:`tests.support.servers.mariadb_stream`,
+the streaming tests' settings) lent to each module with the database ``cdc`` made anew (they ALTER, RENAME and
+TRUNCATE their table in it), a table of several column types and a writer of multi-row, multi-statement transactions
+on it."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -14,15 +15,15 @@ import pytest
 
 from spark_logsource.errors import SchemaChangeError
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
-from tests.mysql_stream.conftest import StreamServer, replica_user_server
+from tests.support.servers.mariadb_stream import StreamServer
 
 TABLE = "cdc.t"
 
 
 @pytest.fixture(scope="module")
-def cdc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
-    with replica_user_server(tmp_path_factory, "mariadb-cdc", "cdc") as server:
-        yield server
+def cdc_server(stream_mariadb: StreamServer) -> StreamServer:
+    stream_mariadb.checkout({"cdc": True})
+    return stream_mariadb
 
 
 def create_table(server: StreamServer, name: str = TABLE) -> None:

@@ -80,6 +80,7 @@ def _write(server: Any, out: StateWorkload) -> None:
     server.execute(f"INSERT INTO {DB}.noise VALUES (1, 1), (2, 2)")
     server.execute(f"INSERT INTO {DB}.tally VALUES (1, 'a'), (1, 'a'), (2, 'b'), (3, NULL)")
     server.execute(f"INSERT INTO {DB}.gone VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    server.flush_logs()  # a table's changes span three binlogs: its inserts, the middle, the end
     _transaction(server, f"UPDATE {DB}.items SET qty = qty + 1, name = CONCAT(name, '+') WHERE id <= 10",
                  f"DELETE FROM {DB}.items WHERE id IN (11, 12)",
                  f"INSERT INTO {DB}.items (id, region, name) VALUES (41, 'eu', 'late')",
@@ -118,7 +119,7 @@ def state_workload(mariadb: Any, tmp_path_factory: pytest.TempPathFactory) -> St
     dest = tmp_path_factory.mktemp("state")
     out.files = mariadb.run_workload(lambda srv: _write(srv, out),
                                      {"binlog_row_metadata": "NO_LOG", "binlog_row_image": "FULL"}, dest=dest)
-    assert len(out.files) >= 2  # the FLUSH BINARY LOGS in the middle
+    assert len(out.files) >= 3  # the FLUSH BINARY LOGS after the inserts and in the middle
     return out
 
 

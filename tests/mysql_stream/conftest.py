@@ -1,65 +1,35 @@
-"""A MariaDB 10.11 of its own for the streaming tests (restarts, purges and rotations must not disturb the
-session's shared server): ROW format, ``binlog_row_metadata=FULL``, a small ``max_binlog_size``, a replication
-user with only REPLICATION SLAVE and BINLOG MONITOR, and a writer thread running multi-row and multi-statement
+"""The streaming tests' MariaDB 10.11 (``tests/support/servers/mariadb_stream.py``): ROW format,
+``binlog_row_metadata=FULL``, a small ``max_binlog_size``, a replication user with only REPLICATION SLAVE and BINLOG
+MONITOR; the session's shared one, lent to each module with the databases ``shop`` and ``other`` made anew, or one of
+the module's own where it needs that (:data:`OWN_SERVER`). And a writer thread running multi-row and multi-statement
 transactions."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.servers.mariadb import MariaDBServer
-from tests.support.waiting import STATE_TIMEOUT
+from tests.support.servers.mariadb_stream import (  # noqa: F401  (the names the streaming tests import from here)
+    CDC_PASSWORD,
+    CDC_USER,
+    MAX_BINLOG_SIZE,
+    StreamServer,
+    replica_user_server,
+)
 from tests.support.writer_thread import WriterThread
 
 log = logging.getLogger(__name__)
 
-CDC_USER = "cdc"
-CDC_PASSWORD = "s3cret-Pw_42"
-#: Small files: a writer rotates the binlog every few transactions.
-MAX_BINLOG_SIZE = 16384
-
-
-class StreamServer(MariaDBServer):
-    """The test server, configured for streaming after every (re)start."""
-
-    def start(self) -> None:
-        super().start()
-        self.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
-        self.execute(f"SET GLOBAL max_binlog_size = {MAX_BINLOG_SIZE}")
-        self._conn.close()
-        self._conn = self._connect()
-
-    @property
-    def uri(self) -> str:
-        return f"mysql://{CDC_USER}@127.0.0.1:{self.port}"
-
-    def purge_all_but_newest(self, older_than: str) -> str:
-        """PURGE BINARY LOGS up to the newest file until ``older_than`` is gone (the server keeps files InnoDB or a
-        dump thread still needs for a moment); returns the oldest file left."""
-        deadline = time.monotonic() + STATE_TIMEOUT
-        while True:
-            newest = self.binlog_files()[-1].name
-            self.execute(f"PURGE BINARY LOGS TO '{newest}'")
-            oldest = self.binlog_files()[0].name
-            if oldest > older_than or time.monotonic() > deadline:
-                return oldest
-            time.sleep(0.5)
-
-    def reset_tables(self) -> None:
-        self.execute("CREATE DATABASE IF NOT EXISTS shop")
-        self.execute("CREATE DATABASE IF NOT EXISTS other")
-        self.execute("CREATE TABLE IF NOT EXISTS shop.orders (id INT PRIMARY KEY AUTO_INCREMENT, "
-                     "customer VARCHAR(64), amount DECIMAL(12,2), note TEXT, at DATETIME(3))")
-        self.execute("CREATE TABLE IF NOT EXISTS shop.items (id INT PRIMARY KEY AUTO_INCREMENT, order_id INT, "
-                     "sku VARCHAR(32), qty SMALLINT UNSIGNED)")
-        self.execute("CREATE TABLE IF NOT EXISTS other.log (id INT PRIMARY KEY AUTO_INCREMENT, msg VARCHAR(200))")
+#: Modules that get a server of their own, and why (the shared one is lent to the others).
+OWN_SERVER = {
+    "test_live": "its first live read starts at the server's first binlog and checks the name mysql-bin.000001",
+    "test_reconnect": "it stops the server, holds its port and starts it again",
+    "test_tail": "its directory reads start at the first file, whose GTID list must be empty (a data-loss message "
+                 "names a position without a GTID)",
+}
 
 
 class Writer(WriterThread):
@@ -107,31 +77,20 @@ class Writer(WriterThread):
             self.error = exc
 
 
-@contextlib.contextmanager
-def replica_user_server(tmp_path_factory: pytest.TempPathFactory, name: str,
-                        database: str | None = None) -> Iterator[StreamServer]:
-    """A started MariaDB whose CDC user may read the binlogs as a replica (REPLICATION SLAVE, and BINLOG MONITOR
-    for SHOW BINLOG EVENTS) and, given ``database``, SELECT its tables (SHOW CREATE TABLE needs it); stopped after."""
-    server = StreamServer(Path(tmp_path_factory.mktemp(name)))
-    try:
-        server.start()
-    except Exception as exc:
-        pytest.fail(f"cannot start mariadbd: {exc}")
-    try:
-        server.execute(f"CREATE USER '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'")
-        server.execute(f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'")
-        if database is not None:
-            server.execute(f"CREATE DATABASE {database}")
-            server.execute(f"GRANT SELECT ON {database}.* TO '{CDC_USER}'@'%'")
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(scope="module")
-def stream_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
-    with replica_user_server(tmp_path_factory, "mariadb-stream") as server:
-        server.execute("CREATE USER 'noslave'@'%' IDENTIFIED BY 'pw'")
-        server.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
-        server.reset_tables()
-        yield server
+def stream_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
+    """The streaming server of this module: the session's shared one, checked out for it, or one of its own."""
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    if module in OWN_SERVER:
+        with replica_user_server(tmp_path_factory, "mariadb-stream") as server:
+            server.execute("CREATE USER 'noslave'@'%' IDENTIFIED BY 'pw'")
+            server.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
+            server.reset_tables()
+            yield server
+        return
+    shared: StreamServer = request.getfixturevalue("stream_mariadb")
+    shared.execute("CREATE USER IF NOT EXISTS 'noslave'@'%' IDENTIFIED BY 'pw'")
+    shared.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
+    shared.checkout({"shop": False, "other": False})
+    shared.reset_tables()
+    yield shared

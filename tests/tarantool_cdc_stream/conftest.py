@@ -1,9 +1,8 @@
-"""One real Tarantool 2.6 server for the view=space streaming tests, keeping one checkpoint (a snapshot collects
-the xlogs before it)."""
+"""The view=space streaming tests' Tarantool 2.6: the session's server keeping one checkpoint (a snapshot collects the
+xlogs before it), ``collecting_tarantool`` in ``tests/support/servers/tarantool_live.py``; every test creates spaces
+of its own."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
@@ -11,8 +10,5 @@ from tests.support.servers.tarantool_live import LiveTarantool
 
 
 @pytest.fixture(scope="module")
-def cdc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTarantool]:
-    server = LiveTarantool(tmp_path_factory.mktemp("cdc_stream"), checkpoint_count=1, wal_max_size=64 << 10)
-    server.start()
-    yield server
-    server.stop()
+def cdc_server(collecting_tarantool: LiveTarantool) -> LiveTarantool:
+    return collecting_tarantool.checkout()

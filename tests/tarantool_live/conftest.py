@@ -1,5 +1,6 @@
-"""Fixtures of the live replication tests: a real Tarantool 2.6 server per module, or per test for tests that
-kill, pause or garbage-collect it."""
+"""Fixtures of the live replication tests: the session's real Tarantool 2.6 server (``live_tarantool`` in
+``tests/support/servers/tarantool_live.py``; tests read vclock ranges of their own writes, and each module finds the
+spaces ``t`` and ``sy`` empty), or one per test for tests that kill, pause or garbage-collect it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,8 @@ from tests.support.servers.tarantool_live import LiveTarantool
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTarantool]:
-    server = LiveTarantool(tmp_path_factory.mktemp("live"))
-    server.start()
-    yield server
-    server.stop()
+def live_server(live_tarantool: LiveTarantool) -> LiveTarantool:
+    return live_tarantool.checkout(truncate=("t", "sy"))
 
 
 @pytest.fixture

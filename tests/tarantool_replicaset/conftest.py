@@ -1,4 +1,5 @@
-"""A master-master replica set of two real Tarantool 2.6 instances, written to by both at once, once per module."""
+"""A master-master replica set of two real Tarantool 2.6 instances, written to by both at once, once per session
+(the tests only read it)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def converged(a: Master, b: Master) -> bool:
     return a.has_all_of(b) and b.has_all_of(a)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def replicaset(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicaSet]:
     a, b = start_pair(tmp_path_factory.mktemp("replicaset"))
     try:

@@ -9,6 +9,12 @@ small ``replication_timeout``, and users for the tests:
 It also opens an admin console on a Unix socket; :meth:`LiveTarantool.eval` runs Lua there and returns the
 console's YAML answer as text. :meth:`stop` kills (SIGKILL) or stops the process; :meth:`start` again on the
 same directory restarts it with the same data and port.
+
+Two servers are shared by the session, each started when a module first asks for it and lent to one module at a time
+(:meth:`LiveTarantool.checkout`): ``live_tarantool`` (the defaults above) and ``collecting_tarantool`` (one checkpoint
+kept, 64 KiB xlogs: a ``box.snapshot()`` collects the xlogs before it). Modules isolate themselves by the spaces they
+create, or by reading vclock ranges of their own writes with the shared spaces ``t`` and ``sy`` emptied for them; a
+module that stops, kills or pauses a server has its own.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.servers.tarantool import server_log, tarantool_binary
 from tests.support.waiting import STATE_TIMEOUT
@@ -104,6 +113,15 @@ class LiveTarantool:
             time.sleep(0.05)
         raise RuntimeError(f"tarantool did not start in {timeout} s:\n{server_log(self.directory)}")
 
+    def checkout(self, truncate: tuple[str, ...] = ()) -> LiveTarantool:
+        """Lend the shared server to the next module: running again if the last module left it stopped, and the
+        spaces ``truncate`` emptied (as on a fresh server: a module's workload inserts keys an earlier one did)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        for space in truncate:
+            self.eval(f"box.space.{space}:truncate()")
+        return self
+
     def stop(self, kill: bool = False) -> None:
         if self.proc is None:
             return
@@ -165,3 +183,21 @@ class LiveTarantool:
 
     def xlog_files(self) -> list[Path]:
         return sorted(self.directory.glob("*.xlog"))
+
+
+@pytest.fixture(scope="session")
+def live_tarantool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTarantool]:
+    """The session's Tarantool with the default settings; modules take it through a module fixture (``checkout``)."""
+    server = LiveTarantool(tmp_path_factory.mktemp("live-shared"))
+    server.start()
+    yield server
+    server.stop(kill=True)
+
+
+@pytest.fixture(scope="session")
+def collecting_tarantool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveTarantool]:
+    """The session's Tarantool keeping one checkpoint, with 64 KiB xlogs; modules take it through a module fixture."""
+    server = LiveTarantool(tmp_path_factory.mktemp("collecting-shared"), checkpoint_count=1, wal_max_size=64 << 10)
+    server.start()
+    yield server
+    server.stop(kill=True)
