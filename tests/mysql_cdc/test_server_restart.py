@@ -5,6 +5,7 @@ stays active (``reconnectTimeout``), every change arrives exactly once, and the 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,18 @@ import spark_logsource
 from tests.mysql_cdc.conftest import TableWriter, create_table, rebuild
 from tests.mysql_cdc.test_live_spark import Sink
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+from tests.support.servers.mariadb_stream import replica_user_server
 from tests.support.servers.standin import PortStandIn
 from tests.support.waiting import expect
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
+
+
+@pytest.fixture(scope="module")
+def cdc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
+    """A server of this module's own (not the session's shared one): the test stops and starts it."""
+    with replica_user_server(tmp_path_factory, "mariadb-restart", "cdc") as server:
+        yield server
 
 
 def test_a_typed_query_rides_through_a_server_restart(spark: Any, cdc_server: StreamServer, tmp_path: Path) -> None:
