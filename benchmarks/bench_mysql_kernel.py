@@ -6,9 +6,9 @@ cached in ``/tmp/spark-logsource-bench/mysql``; it is made there first (by ``ben
 All rows events are read into memory first (framing, CRC and TABLE_MAP decoding are not timed), then each
 variant is timed over all of them:
 
-* ``encode_rows_event_c`` (the kernel) and ``encode_rows_event_py`` (``decode_rows_event`` + ``encode_variant`` /
+* ``encode_rows_event_c`` (the kernel) and ``encode_rows_event_py`` (``parse_rows_event`` + ``encode_variant`` /
   ``to_json`` per row), for ``row_format`` variant and json;
-* ``decode_rows_event`` alone (Python values, no encoding), for scale;
+* ``parse_rows_event`` alone (Python values, no encoding), for scale;
 * ``mariadb-binlog -v --base64-output=decode-rows FILE > /dev/null`` (the server's own reader), for scale.
 
     python3 benchmarks/bench_mysql_kernel.py [--workdir /tmp/spark-logsource-bench/mysql] [--repeat 3]
@@ -31,8 +31,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile  # noqa: E402
-from spark_logsource.mysql.decode.rows import decode_rows_event  # noqa: E402
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map  # noqa: E402
+from spark_logsource.mysql.decode.rows import parse_rows_event  # noqa: E402
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map  # noqa: E402
 from spark_logsource.mysql.encode.images import KERNEL_AVAILABLE, encode_rows_event_c, encode_rows_event_py  # noqa: E402
 
 log = logging.getLogger("bench_mysql_kernel")
@@ -69,7 +69,7 @@ def load_events(path: Path) -> list[tuple]:
             if not isinstance(ev, BinlogEvent):
                 raise RuntimeError(f"framing error in the benchmark binlog: {ev}")
             if ev.type_code == 19:
-                table_map = decode_table_map(ev.body, table_id_size=table_id_size, path=str(path), offset=ev.pos)
+                table_map = parse_table_map(ev.body, table_id_size=table_id_size)
                 maps = {table_map.table_id: table_map}
             elif ev.type_code in ROWS_TYPES:
                 out.append((ev.type_code, ev.body, binlog.fde.post_header_len(ev.type_code, 10), table_id_size,
@@ -87,9 +87,8 @@ def run_encoder(encode: Callable, events: list[tuple], row_format: str) -> int:
 
 def run_decoder(events: list[tuple]) -> int:
     rows = 0
-    for type_code, body, phl, tis, maps, path, pos in events:
-        rows += len(decode_rows_event(type_code, body, post_header_len=phl, table_id_size=tis, table_maps=maps,
-                                      path=path, offset=pos).rows)
+    for type_code, body, phl, tis, maps, _path, _pos in events:
+        rows += len(parse_rows_event(type_code, body, post_header_len=phl, table_id_size=tis, table_maps=maps).rows)
     return rows
 
 
@@ -122,7 +121,7 @@ def main() -> None:
         seconds, rows = best_of(1, lambda f=row_format: run_encoder(encode_rows_event_py, events, f))
         results.append((f"python, {row_format}", seconds, rows))
     seconds, rows = best_of(1, lambda: run_decoder(events))
-    results.append(("python decode_rows_event only (no encoding)", seconds, rows))
+    results.append(("python parse_rows_event only (no encoding)", seconds, rows))
     started = time.perf_counter()
     with open(os.devnull, "wb") as devnull:
         subprocess.run(["mariadb-binlog", "-v", "--base64-output=decode-rows", str(path)], stdout=devnull, check=True)

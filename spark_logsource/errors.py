@@ -68,17 +68,20 @@ class DecodeError(ValueError):
     """Internal: a pure decoder met bytes it cannot decode at ``pos`` (relative to the buffer it was given).
 
     Decoders know buffers, not files: the framer that called them wraps this into a :class:`CorruptDataError`
-    with the file path and the absolute offset (:meth:`at`). Never escapes the package.
+    with the file path and the absolute offset (:meth:`at`). Never escapes the package. ``kind`` is the public
+    class it becomes unless the framer names another.
     """
+
+    kind: type[CorruptDataError] = CorruptDataError
 
     def __init__(self, pos: int | None, reason: str) -> None:
         super().__init__(reason if pos is None else f"at {pos}: {reason}")
         self.pos = pos
         self.reason = reason
 
-    def at(self, path: str | None, base: int, cls: type[CorruptDataError] = CorruptDataError) -> CorruptDataError:
+    def at(self, path: str | None, base: int, cls: type[CorruptDataError] | None = None) -> CorruptDataError:
         """The public error for this failure in ``path``, whose buffer started at byte ``base`` of it."""
-        return cls(path, base + (self.pos or 0), self.reason)
+        return (cls or self.kind)(path, base + (self.pos or 0), self.reason)
 
 
 class SourceError(LogSourceError):

@@ -3,9 +3,9 @@
  * of view=table's conversion of the decoded values into typed columns (table/kernel.py; _typed.h).
  *
  *     compile_plan(specs, order, metadata, json_keys) -> plan (a capsule)
- *     encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)
+ *     encode_rows(data, pos, plan, plan_after, op, as_json, data_base, in_block, label) -> (n, first, second)
  *     compile_typed(convs) -> typed (a capsule)
- *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
+ *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, data_base, in_block, label)
  *         -> (n, first, second) or None
  *     encode_rows_run(...): a run of rows events of one table and shape, as encode_rows or typed_rows
  *     json_variant(text) -> (value, metadata) or None: a JSON column's Variant (../_native/_json_variant.h)
@@ -22,7 +22,9 @@
  * computed once per plan by encode_variant itself in encode/images.py).
  *
  * One concern per file (_kernel.h names them): this one is the module, its exception classes and the errors every
- * part raises.
+ * part raises. The kernel knows buffers, not files (docs/ARCHITECTURE.md): its data errors are the decoders'
+ * mysql.decode.packed.BinlogDecodeError, whose position is the file offset already (data_base + position) and whose
+ * kind is the public class; the Python caller, which knows the file, turns it into that class with the path.
  */
 #include "_kernel.h"
 
@@ -30,6 +32,7 @@
 
 PyObject *mk_CorruptDataError;
 PyObject *mk_TruncatedDataError;
+static PyObject *mk_BinlogDecodeError;
 
 /* ---- errors ---------------------------------------------------------------------------------------------- */
 
@@ -44,9 +47,9 @@ int mk_raise_error(PyObject *cls, mk_ctx *x, size_t p, PyObject *msg)
         return MK_ERR;
     PyObject *off = PyLong_FromLongLong(where(x, p));
     if (off != NULL) {
-        PyObject *exc = PyObject_CallFunctionObjArgs(cls, x->path, off, msg, NULL);
+        PyObject *exc = PyObject_CallFunctionObjArgs(mk_BinlogDecodeError, off, msg, cls, NULL);
         if (exc != NULL) {
-            PyErr_SetObject(cls, exc);
+            PyErr_SetObject(mk_BinlogDecodeError, exc);
             Py_DECREF(exc);
         }
         Py_DECREF(off);
@@ -82,19 +85,19 @@ static PyMethodDef methods[] = {
      "compile_plan(specs, order, metadata, json_keys) -> plan\n\nThe compiled description of one row-image shape "
      "(see encode/images.py _plan)."},
     {"encode_rows", mk_encode_rows, METH_VARARGS,
-     "encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base, in_block, label) -> (n, first, second)"
+     "encode_rows(data, pos, plan, plan_after, op, as_json, data_base, in_block, label) -> (n, first, second)"
      "\n\nEncode the row images of one rows event (see encode/images.py encode_rows_event_c)."},
     {"encode_rows_run", mk_encode_rows_run, METH_VARARGS,
      "encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, "
      "post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, "
-     "as_json, path, label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)\n\n"
+     "as_json, label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)\n\n"
      "Encode a run of rows events "
      "of one table and shape (see encode/runs.py), as typed columns when typed is not None (see table/kernel.py)."},
     {"compile_typed", mk_compile_typed, METH_VARARGS,
      "compile_typed(convs) -> typed\n\nThe conversions of one image shape's present columns to view=table's typed "
      "columns (see table/kernel.py)."},
     {"typed_rows", mk_typed_rows, METH_VARARGS,
-     "typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label) -> (n, "
+     "typed_rows(data, pos, plan, plan_after, typed, typed_after, op, data_base, in_block, label) -> (n, "
      "first, second) or None\n\nThe row images of one rows event as typed columns (see table/kernel.py)."},
     {"json_variant", mk_json_variant, METH_VARARGS,
      "json_variant(text) -> (value, metadata) or None\n\nThe Variant of a JSON text as view=table's JSON columns "
@@ -104,7 +107,7 @@ static PyMethodDef methods[] = {
      "(as a column's values are: the metadata of repeated keys is reused)."},
     {"rows_head", mk_rows_head, METH_VARARGS,
      "rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, "
-     "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.parse_rows_head)."},
+     "present_after) or None\n\nThe head of a well-formed uncompressed rows event (None: use rows.rows_head)."},
     {"crc32", mk_crc32, METH_VARARGS,
      "crc32(data, value=0) -> int\n\nzlib.crc32(data, value), as binlog events are checked (see _crc32.h)."},
     {"crc32_folds", mk_crc32_folds, METH_NOARGS,
@@ -140,6 +143,13 @@ PyMODINIT_FUNC PyInit__kernel(void)
     mk_TruncatedDataError = PyObject_GetAttrString(errors, "TruncatedDataError");
     Py_DECREF(errors);
     if (mk_CorruptDataError == NULL || mk_TruncatedDataError == NULL)
+        return NULL;
+    PyObject *packed = PyImport_ImportModule("spark_logsource.mysql.decode.packed");
+    if (packed == NULL)
+        return NULL;
+    mk_BinlogDecodeError = PyObject_GetAttrString(packed, "BinlogDecodeError");
+    Py_DECREF(packed);
+    if (mk_BinlogDecodeError == NULL)
         return NULL;
     mk_crc32_init();
     PyObject *m = PyModule_Create(&module);

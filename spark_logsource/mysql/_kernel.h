@@ -63,7 +63,6 @@ typedef struct {
 typedef struct {
     const uint8_t *data;
     size_t end;
-    PyObject *path;
     long long data_base;
     int in_block;
     PyObject *label;
@@ -108,7 +107,7 @@ static inline uint64_t rd_be(const uint8_t *p, int n)
     return v;
 }
 
-/* ---- _kernel.c: errors (the class, offset and message rows.decode_rows_event gives for the same bytes) ---- */
+/* ---- _kernel.c: errors (the class, offset and message rows.parse_rows_event gives for the same bytes) ------------ */
 
 extern PyObject *mk_CorruptDataError;
 extern PyObject *mk_TruncatedDataError;
@@ -144,8 +143,7 @@ int mk_encode_event_rows(mk_ctx *x, side *first, side *second, const mk_plan *pl
 void mk_side_clear(side *s);
 PyObject *mk_sides_result(const side *first, const side *second, int op, int json);
 PyObject *mk_buf_bytes(const ls_buf *b);
-void mk_ctx_init(mk_ctx *x, const Py_buffer *view, PyObject *path, long long data_base, int in_block,
-                 PyObject *label);
+void mk_ctx_init(mk_ctx *x, const Py_buffer *view, long long data_base, int in_block, PyObject *label);
 void mk_ctx_clear(mk_ctx *x);
 
 /* ---- _kernel_typed.c ---- */

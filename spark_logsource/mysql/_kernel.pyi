@@ -57,20 +57,22 @@ def compile_plan(specs: list[tuple[Any, ...]], order: list[int], metadata: Any, 
 _Side = tuple[bytes, bytes, bytes | None, bytes | None]
 
 def encode_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, op: int, as_json: bool,
-                path: str | None, data_base: int, in_block: bool, label: str) -> tuple[int, _Side, _Side | None]:
+                data_base: int, in_block: bool, label: str) -> tuple[int, _Side, _Side | None]:
     """Encode the row images of one rows event: ``(n, first, second)``, each side ``(ends, data, meta_ends, meta)``
-    (Arrow column parts, see ``encode/images.py`` ``ImageColumn``); ``second`` is None unless the event is an UPDATE."""
+    (Arrow column parts, see ``encode/images.py`` ``ImageColumn``); ``second`` is None unless the event is an UPDATE.
+    Bad row data raises ``BinlogDecodeError`` at the file offset (``data_base`` + position, or ``data_base`` alone
+    when ``in_block``), with the public class as its ``kind``: the caller adds the file."""
 
 def rows_head(body: bytes | memoryview, table_id_size: int, post_header_len: int, v2: bool,
               update: bool) -> tuple[int, int, int, int, int, int] | None:
     """``(table_id, flags, pos, ncols, present, present_after)`` of a well-formed uncompressed rows event, else
-    None (then ``rows.parse_rows_head`` reads it and raises its errors)."""
+    None (then ``rows.rows_head`` reads it and raises its errors)."""
 
 def encode_rows_run(buf: bytes, start: int, limit: int, base: int, stop: int, crc_len: int, verify: bool,
                     crc32: Any, type_code: int, table_id_size: int, post_header_len: int, v2: bool, table_id: int,
                     ncols: int, present: int, present_after: int, plan: object, plan_after: object,
-                    typed: object | None, typed_after: object | None, op: int, as_json: bool, path: str | None,
-                    label: str, max_rows: int, max_bytes: int, map_body: bytes | None = None,
+                    typed: object | None, typed_after: object | None, op: int, as_json: bool, label: str,
+                    max_rows: int, max_bytes: int, map_body: bytes | None = None,
                     skip_notes: bool = False) -> tuple[bytes, int, Any, Any]:
     """A run of rows events of one table and shape in ``buf[start:limit]`` (see ``encode/runs.py``), stepping over
     the run's TABLE_MAP again (``map_body``: its body) and, with ``skip_notes``, statement texts between them:
@@ -86,7 +88,7 @@ def compile_typed(convs: list[tuple[int, int, int, int, int, int, int]]) -> obje
     width)`` each (see ``table/kernel.py`` ``conversion``)."""
 
 def typed_rows(data: bytes | memoryview, pos: int, plan: object, plan_after: object, typed: object,
-               typed_after: object, op: int, path: str | None, data_base: int, in_block: bool,
+               typed_after: object, op: int, data_base: int, in_block: bool,
                label: str) -> tuple[int, tuple[_Column, ...], tuple[_Column, ...] | None] | None:
     """The row images of one rows event as typed columns: ``(n, first, second)``, a side holding per present
     column ``(valid, data, ends)`` (a validity byte per row; ends None for fixed-width types), or for a JSON column

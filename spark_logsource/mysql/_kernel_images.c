@@ -1,5 +1,5 @@
 /*
- * spark_logsource.mysql._kernel, row images: encode_rows(data, pos, plan, plan_after, op, as_json, path, data_base,
+ * spark_logsource.mysql._kernel, row images: encode_rows(data, pos, plan, plan_after, op, as_json, data_base,
  * in_block, label) -> (n, first, second).
  *
  * The row images of one rows event (data[pos:] holds them back to back: mysql-server sql/rpl_record.cc
@@ -169,12 +169,10 @@ PyObject *mk_sides_result(const side *first, const side *second, int op, int jso
 }
 
 /* The decoding state of one event's row data: the buffer, and what its errors name. */
-void mk_ctx_init(mk_ctx *x, const Py_buffer *view, PyObject *path, long long data_base, int in_block,
-                 PyObject *label)
+void mk_ctx_init(mk_ctx *x, const Py_buffer *view, long long data_base, int in_block, PyObject *label)
 {
     x->data = view->buf;
     x->end = (size_t)view->len;
-    x->path = path;
     x->data_base = data_base;
     x->in_block = in_block;
     x->label = label;
@@ -220,11 +218,11 @@ PyObject *mk_encode_rows(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t start;
-    PyObject *cap_before, *cap_after, *path, *label;
+    PyObject *cap_before, *cap_after, *label;
     int op, as_json, in_block;
     long long data_base;
-    if (!PyArg_ParseTuple(args, "y*nOOipOLpU:encode_rows", &view, &start, &cap_before, &cap_after, &op, &as_json,
-                          &path, &data_base, &in_block, &label))
+    if (!PyArg_ParseTuple(args, "y*nOOipLpU:encode_rows", &view, &start, &cap_before, &cap_after, &op, &as_json,
+                          &data_base, &in_block, &label))
         return NULL;
     PyObject *result = NULL;
     mk_ctx x = {0};
@@ -237,7 +235,7 @@ PyObject *mk_encode_rows(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "bad op or start position");
         goto done;
     }
-    mk_ctx_init(&x, &view, path, data_base, in_block, label);
+    mk_ctx_init(&x, &view, data_base, in_block, label);
     x.json = as_json;
     if (mk_encode_event_rows(&x, &first, &second, plan, plan_after, op, (size_t)start))
         goto done;

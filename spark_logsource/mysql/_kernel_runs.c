@@ -10,15 +10,15 @@
 
 void mk_crc32_init(void) { ls_crc32_init(); }
 
-/* ---- rows event head (fast path of rows.parse_rows_head) ------------------------------------------------------ */
+/* ---- rows event head (fast path of rows.rows_head) --------------------------------------------------------------- */
 
 /* rows_head(body, table_id_size, post_header_len, v2, update) -> (table_id, flags, pos, ncols, present, present_after)
  * or None.
  *
  * The post-header, v2 extra data, column count and column bitmaps of an uncompressed rows event (layout: see
- * rows.parse_rows_head; docs/formats/mysql-binlog.md "Rows events"), for the common case only: a well-formed
+ * rows.rows_head; docs/formats/mysql-binlog.md "Rows events"), for the common case only: a well-formed
  * head, a column count below 251 (one-byte packed integer) and at most 64 columns. Anything else is None, and the
- * caller takes rows.parse_rows_head, which raises its errors: this function never raises for bad bytes. */
+ * caller takes rows.rows_head, which raises its errors: this function never raises for bad bytes. */
 typedef struct {
     uint64_t table_id, flags, present, present_after;
     size_t pos, ncols;
@@ -127,8 +127,8 @@ static long long crc_of(PyObject *crc32, const uint8_t *p, size_t n)
 }
 
 /* encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size,
- *                 post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, op, as_json, path,
- *                 label, max_rows, max_bytes)
+ *                 post_header_len, v2, table_id, ncols, present, present_after, plan, plan_after, op, as_json, label,
+ *                 max_rows, max_bytes)
  *   -> (events, nrows, first, second)
  *
  * Consecutive events of buf[start:limit) (buf[0] is file offset `base`) that are all rows events of `type_code`
@@ -313,7 +313,7 @@ static int run_check(const run_args *a, const Py_buffer *view)
 
 /* encode_rows_run(buf, start, limit, base, stop, crc_len, verify, crc32, type_code, table_id_size, post_header_len,
  *                 v2, table_id, ncols, present, present_after, plan, plan_after, typed, typed_after, op, as_json,
- *                 path, label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)
+ *                 label, max_rows, max_bytes[, map_body, skip_notes]) -> (events, nrows, first, second)
  * The sides are Variant / JSON images as encode_rows gives them, or, when typed / typed_after are conversions (not
  * None), typed columns as table/rows.py gives them. */
 PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
@@ -321,12 +321,12 @@ PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
     Py_buffer view;
     run_args a = {0};
     int as_json;
-    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *path, *label;
+    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *label;
     PyObject *map_body = Py_None;
-    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOOOipOUnn|Op:encode_rows_run", &view, &a.start, &a.limit, &a.base,
+    if (!PyArg_ParseTuple(args, "y*nnLLipOiiipKnKKOOOOipUnn|Op:encode_rows_run", &view, &a.start, &a.limit, &a.base,
                           &a.stop, &a.crc_len, &a.verify, &a.crc32, &a.type_code, &a.table_id_size,
                           &a.post_header_len, &a.v2, &a.table_id, &a.ncols, &a.present, &a.present_after, &cap_before,
-                          &cap_after, &typed_before, &typed_after, &a.op, &as_json, &path, &label, &a.max_rows,
+                          &cap_after, &typed_before, &typed_after, &a.op, &as_json, &label, &a.max_rows,
                           &a.max_bytes, &map_body, &a.skip_notes))
         return NULL;
     if (map_body != Py_None) {
@@ -359,7 +359,6 @@ PyObject *mk_encode_rows_run(PyObject *self, PyObject *args)
             || mk_tk_side_init(&o.tsecond, a.op == OP_UPDATE ? o.plan_after->n : 0))
             goto done;
     }
-    x.path = path;
     x.label = label;
     x.json = as_json && !typed;
     if (walk_run(&a, view.buf, &x, &o, &events, &total_rows))

@@ -2,7 +2,7 @@
  * spark_logsource.mysql._kernel, typed rows: view=table's typed columns (_typed.h has the conversions).
  *
  *     compile_typed(convs) -> typed (a capsule)
- *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
+ *     typed_rows(data, pos, plan, plan_after, typed, typed_after, op, data_base, in_block, label)
  *         -> (n, first, second) or None
  *     json_variant(text) / json_variants(texts): a JSON column's Variant (../_native/_json_variant.h)
  *
@@ -225,17 +225,17 @@ tk_plan *mk_get_typed(PyObject *capsule)
     return (tk_plan *)PyCapsule_GetPointer(capsule, TYPED_CAPSULE);
 }
 
-/* typed_rows(data, pos, plan, plan_after, typed, typed_after, op, path, data_base, in_block, label)
+/* typed_rows(data, pos, plan, plan_after, typed, typed_after, op, data_base, in_block, label)
  *   -> (n, first, second), or None when a value does not convert (the event takes the Python path). */
 PyObject *mk_typed_rows(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t start;
-    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *path, *label;
+    PyObject *cap_before, *cap_after, *typed_before, *typed_after, *label;
     int op, in_block;
     long long data_base;
-    if (!PyArg_ParseTuple(args, "y*nOOOOiOLpU:typed_rows", &view, &start, &cap_before, &cap_after, &typed_before,
-                          &typed_after, &op, &path, &data_base, &in_block, &label))
+    if (!PyArg_ParseTuple(args, "y*nOOOOiLpU:typed_rows", &view, &start, &cap_before, &cap_after, &typed_before,
+                          &typed_after, &op, &data_base, &in_block, &label))
         return NULL;
     PyObject *result = NULL;
     mk_ctx x = {0};
@@ -254,7 +254,7 @@ PyObject *mk_typed_rows(PyObject *self, PyObject *args)
         goto done;
     if (mk_tk_side_init(&first, plan->n) || mk_tk_side_init(&second, op == OP_UPDATE ? plan_after->n : 0))
         goto done;
-    mk_ctx_init(&x, &view, path, data_base, in_block, label);
+    mk_ctx_init(&x, &view, data_base, in_block, label);
     int rc = mk_typed_event_rows(&x, &first, &second, plan, plan_after, conv, conv_after, op, (size_t)start);
     if (rc == TK_DECLINE)
         result = Py_NewRef(Py_None);

@@ -17,11 +17,12 @@
  *   when the bytes do not decode; GEOMETRY / VECTOR -> bytes; ENUM (1-2 bytes, 1-based index) / SET (1-8 bytes
  *   bitmask) -> names when known, else the integer; BIT (1-8 bytes BE) -> int; NULL-type columns -> None.
  *
- * Errors are those of rows.decode_rows_event for the same bytes, class, offset and message: a value that runs
- * past the data is a TruncatedDataError, at the value's start for the values values.py checks itself
- * (ValueTruncated) and at the row's start for those where Python's struct / indexing fails first; a DECIMAL
- * digit group out of range is a CorruptDataError at the value. Offsets are data_base + position (data_base
- * alone for the inflated block of a compressed event). Every length is checked against the bytes left before
+ * Errors are those of rows.parse_rows_event for the same bytes, kind, offset and message (a BinlogDecodeError whose
+ * kind is the public class; the Python caller adds the file): a value that runs past the data is a
+ * TruncatedDataError, at the value's start for the values values.py checks itself (ValueTruncated) and at the row's
+ * start for those where Python's struct / indexing fails first; a DECIMAL digit group out of range is a
+ * CorruptDataError at the value. Offsets are file offsets, data_base + position (data_base alone for the inflated
+ * block of a compressed event). Every length is checked against the bytes left before
  * it is used; output buffers grow through _buf.h, bounded by LS_BUF_MAX.
  */
 #include "_kernel.h"

@@ -210,6 +210,36 @@ def test_the_size_checks_name_their_offenders(tmp_path: Path) -> None:
     assert _crowded_folders(root, 4) == {}
 
 
+def _functions_taking_path(files: list[Path]) -> list[str]:
+    """``file:function`` for every function (methods included) of ``files`` with a parameter named ``path``."""
+    found = []
+    for file in files:
+        for node in ast.walk(ast.parse(file.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args
+                if any(a.arg == "path" for a in args.posonlyargs + args.args + args.kwonlyargs):
+                    found.append(f"{file.name}:{node.name}")
+    return found
+
+
+def test_mysql_decoders_take_no_path() -> None:
+    """The MySQL decoders and the kernel's entry points know buffers, not files: they raise the path-free
+    BinlogDecodeError and the reader that knows the file adds it (docs/ARCHITECTURE.md)."""
+    files = [*sorted((PACKAGE / "mysql" / "decode").glob("*.py")), PACKAGE / "mysql" / "_kernel.pyi"]
+    assert len(files) > 5, "the walk found the decoders"
+    assert _functions_taking_path(files) == []
+
+
+def test_the_path_check_names_its_offenders(tmp_path: Path) -> None:
+    """Seen failing: a decoder with a ``path`` keyword and a method with a positional one are named, a function
+    whose other parameters merely mention paths is not."""
+    module = tmp_path / "dec.py"
+    module.write_text("def decode(body, *, path, offset): ...\n"
+                      "class E:\n    def at(self, path, base): ...\n"
+                      "def parse(body, paths, path_len): ...\n")
+    assert _functions_taking_path([module]) == ["dec.py:decode", "dec.py:at"]
+
+
 # --- The parts table of docs/ARCHITECTURE.md, checked against the tree ---
 
 ARCHITECTURE = PACKAGE.parent / "docs" / "ARCHITECTURE.md"

@@ -26,8 +26,8 @@ from spark_logsource.arrow.variant import decode_variant
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
-from spark_logsource.mysql.decode.rows import parse_rows_head
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.rows import rows_head
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.encode import images as rows_encode
 from spark_logsource.mysql.encode.images import encode_rows_event_c, encode_rows_event_py
 from spark_logsource.mysql.read.batches import Chunk, join_cells
@@ -71,7 +71,7 @@ def rows_cases(path: Path) -> Iterator[RowsCase]:
 
         def handle(pos: int, type_code: int, body: bytes, inner: bool = False) -> Iterator[RowsCase]:
             if type_code == 19:
-                table_map = decode_table_map(body, table_id_size=table_id_size, path=str(path), offset=pos)
+                table_map = parse_table_map(body, table_id_size=table_id_size)
                 maps[table_map.table_id] = table_map
             elif type_code in ROWS_TYPES:
                 yield RowsCase(str(path), pos, type_code, body, fde.post_header_len(type_code, 10), table_id_size,
@@ -110,8 +110,8 @@ def assert_same(case: RowsCase, body: bytes | None = None) -> str:
 
 def uses_kernel(case: RowsCase) -> bool:
     """True when the kernel encodes this event itself (no whole-event fallback to the Python path)."""
-    head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
-        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
+    head = rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps)
     plans = [rows_encode._plan(head.table_map, head.present, case.path, case.pos)]
     if head.op == "update":
         plans.append(rows_encode._plan(head.table_map, head.present_after, case.path, case.pos))
@@ -165,8 +165,8 @@ def test_fixture_events_encode_identically(fixtures_dir, entry):
         assert assert_same(case) == "ok"
         rows += case.run(encode_rows_event_c).n
         # only images with a MySQL JSON column (type 245) take the Python path
-        head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
-        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
+        head = rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps)
         json_columns += any(c.real_type == 245 for c in head.table_map.columns)
         assert uses_kernel(case) != any(c.real_type == 245 for c in head.table_map.columns)
     assert (rows > 0) == (top_level > 0 or "TRANSACTION_PAYLOAD" in entry["events"])
@@ -366,8 +366,8 @@ def test_random_row_data_agrees(fuzz_corpus):
     rng = random.Random(11)
     kinds = {"ok": 0, "error": 0}
     for case in fuzz_corpus:
-        head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
-        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
+        head = rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps)
         for i in range(RANDOM_TAILS_PER_EVENT):
             prefix = bytearray(case.body[:head.pos])
             if i % 20 == 0:
@@ -383,8 +383,8 @@ def test_no_column_image_is_an_error_not_a_loop(fixtures_dir, twin: Twin):
     """A rows event whose columns-present bitmap is empty but that carries row data."""
     case = next(c for c in rows_cases(fixtures_dir / "mysql-binlog" / "osheroff/mysql-bin.checksum-crc32")
                 if c.type_code == 30)
-    head = parse_rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
-        table_id_size=case.table_id_size, table_maps=case.table_maps, path=case.path, offset=case.pos)
+    head = rows_head(case.type_code, case.body, post_header_len=case.post_header_len,
+        table_id_size=case.table_id_size, table_maps=case.table_maps)
     body = bytearray(case.body)
     width = (len(head.table_map.columns) + 7) // 8
     body[head.pos - width:head.pos] = bytes(width)

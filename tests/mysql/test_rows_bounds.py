@@ -1,13 +1,15 @@
-"""Bad input to the TABLE_MAP / rows decoders: every truncation of real events (MySQL 5.7 fixture) raises our
-CorruptDataError subclasses with the path and an offset inside the event; a missing TABLE_MAP is an error."""
+"""Bad input to the TABLE_MAP / rows decoders: every truncation of real events (MySQL 5.7 fixture) raises the
+path-free BinlogDecodeError at a position inside the event, which becomes our CorruptDataError subclass with the
+path and the file offset once the reader adds them; a missing TABLE_MAP is an error."""
 
 from __future__ import annotations
 
 import pytest
 
 from spark_logsource.errors import CorruptDataError, TruncatedDataError
-from spark_logsource.mysql.decode.rows import decode_rows_event, peek_table_id
-from spark_logsource.mysql.decode.tablemap import decode_table_map
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.rows import parse_rows_event, peek_table_id
+from spark_logsource.mysql.decode.tablemap import parse_table_map
 
 FIXTURE = "osheroff/mysql-bin.checksum-crc32"
 
@@ -33,53 +35,60 @@ def first_pair(fixtures_dir):
 
 def test_every_truncated_table_map_raises(first_pair):
     path, tm_pos, tm_body, *_ = first_pair
-    full = decode_table_map(tm_body, table_id_size=6, path=path, offset=tm_pos)
+    full = parse_table_map(tm_body, table_id_size=6)
     for cut in range(len(tm_body)):
         try:
-            tm = decode_table_map(tm_body[:cut], table_id_size=6, path=path, offset=tm_pos)
-        except CorruptDataError as exc:
-            assert exc.path == path and tm_pos <= exc.offset <= tm_pos + 19 + len(tm_body)
+            tm = parse_table_map(tm_body[:cut], table_id_size=6)
+        except BinlogDecodeError as exc:
+            error = exc.at(path, tm_pos + 19)
+            assert isinstance(error, CorruptDataError) and error.reason == exc.reason
+            assert error.path == path and tm_pos <= error.offset <= tm_pos + 19 + len(tm_body)
         else:  # a cut inside the optional metadata may only lose optional fields
             assert [(c.type, c.meta) for c in tm.columns] == [(c.type, c.meta) for c in full.columns]
 
 
 def test_every_truncated_rows_event_raises(first_pair):
-    path, tm_pos, tm_body, rows_pos, rows_type, rows_body = first_pair
-    tm = decode_table_map(tm_body, table_id_size=6, path=path, offset=tm_pos)
+    path, _, tm_body, rows_pos, rows_type, rows_body = first_pair
+    tm = parse_table_map(tm_body, table_id_size=6)
     maps = {tm.table_id: tm}
-    full = decode_rows_event(rows_type, rows_body, post_header_len=10, table_id_size=6, table_maps=maps,
-                             path=path, offset=rows_pos)
+    full = parse_rows_event(rows_type, rows_body, post_header_len=10, table_id_size=6, table_maps=maps)
     assert full.rows
     for cut in range(len(rows_body)):
-        with pytest.raises(TruncatedDataError) as info:
-            event = decode_rows_event(rows_type, rows_body[:cut], post_header_len=10, table_id_size=6,
-                                      table_maps=maps, path=path, offset=rows_pos)
-            # a cut exactly between two rows is a valid, shorter event
-            if len(event.rows) < len(full.rows) and event.rows == full.rows[:len(event.rows)]:
-                raise TruncatedDataError(path, rows_pos, "cut between rows")
-        assert info.value.path == path
-        assert rows_pos <= info.value.offset <= rows_pos + 19 + len(rows_body)
+        try:
+            event = parse_rows_event(rows_type, rows_body[:cut], post_header_len=10, table_id_size=6,
+                                     table_maps=maps)
+        except BinlogDecodeError as exc:
+            error = exc.at(path, rows_pos + 19)
+            assert type(error) is TruncatedDataError, (cut, exc)
+            assert error.path == path and rows_pos <= error.offset <= rows_pos + 19 + len(rows_body)
+        else:  # a cut exactly between two rows is a valid, shorter event
+            assert len(event.rows) < len(full.rows) and event.rows == full.rows[:len(event.rows)], cut
 
 
 def test_missing_table_map_is_an_error(first_pair):
     path, _, _, rows_pos, rows_type, rows_body = first_pair
     table_id = peek_table_id(rows_body, table_id_size=6)
-    with pytest.raises(CorruptDataError, match=f"table id {table_id} without TABLE_MAP"):
-        decode_rows_event(rows_type, rows_body, post_header_len=10, table_id_size=6, table_maps={},
-                          path=path, offset=rows_pos)
+    with pytest.raises(BinlogDecodeError, match=f"table id {table_id} without TABLE_MAP") as info:
+        parse_rows_event(rows_type, rows_body, post_header_len=10, table_id_size=6, table_maps={})
+    error = info.value.at(path, rows_pos + 19)
+    assert type(error) is CorruptDataError and error.offset == rows_pos  # the event as a whole
+    with pytest.raises(BinlogDecodeError, match="shorter than its table id") as info:
+        peek_table_id(rows_body[:5], table_id_size=6)
+    assert type(info.value.at(path, rows_pos + 19)) is TruncatedDataError and info.value.pos == 0
 
 
 def test_garbage_rows_never_hang_or_crash(first_pair):
-    path, tm_pos, tm_body, rows_pos, rows_type, rows_body = first_pair
-    tm = decode_table_map(tm_body, table_id_size=6, path=path, offset=tm_pos)
+    path, _, tm_body, rows_pos, rows_type, rows_body = first_pair
+    tm = parse_table_map(tm_body, table_id_size=6)
     header = len(rows_body) - 1
     for flip in range(14, len(rows_body)):
         for value in (0x00, 0xFF):
             body = bytearray(rows_body)
             body[flip] = value
             try:
-                decode_rows_event(rows_type, bytes(body), post_header_len=10, table_id_size=6,
-                                  table_maps={tm.table_id: tm}, path=path, offset=rows_pos)
-            except CorruptDataError as exc:
-                assert exc.path == path and exc.offset >= rows_pos
+                parse_rows_event(rows_type, bytes(body), post_header_len=10, table_id_size=6,
+                                 table_maps={tm.table_id: tm})
+            except BinlogDecodeError as exc:
+                error = exc.at(path, rows_pos + 19)
+                assert isinstance(error, CorruptDataError) and error.path == path and error.offset >= rows_pos
     assert header > 0

@@ -17,8 +17,8 @@ import pytest
 
 import spark_logsource
 from spark_logsource.mysql.binlog import event_types as et
-from spark_logsource.mysql.decode.rows import decode_rows_event
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.rows import parse_rows_event
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
 from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, Writer
 from tests.support.mysql_types import types_workload
@@ -45,13 +45,12 @@ def _live_rows_events(server: Any, file: str, pos: int) -> dict[str, list[Decode
             ev, fde = item.event, item.fde
             assert ev.type_code != et.TRANSACTION_PAYLOAD, "this server does not compress its binlog"
             table_id_size = 4 if fde.post_header_len(et.TABLE_MAP, 8) == 6 else 6
-            where = f"{server.uri}/{item.file}"
             if ev.type_code == et.TABLE_MAP:
-                tm = decode_table_map(ev.body, table_id_size=table_id_size, path=where, offset=ev.pos)
+                tm = parse_table_map(ev.body, table_id_size=table_id_size)
                 maps[tm.table_id] = tm
             elif _is_rows_event(ev.type_code):
-                rows = decode_rows_event(ev.type_code, ev.body, post_header_len=fde.post_header_len(ev.type_code, 0),
-                                         table_id_size=table_id_size, table_maps=maps, path=where, offset=ev.pos)
+                rows = parse_rows_event(ev.type_code, ev.body, post_header_len=fde.post_header_len(ev.type_code, 0),
+                                        table_id_size=table_id_size, table_maps=maps)
                 out.setdefault(item.file, []).append(DecodedRows(ev.pos, maps[rows.table_id], rows))
     finally:
         client.close()

@@ -14,14 +14,13 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from spark_logsource.errors import CorruptDataError, TruncatedDataError
+from spark_logsource.errors import TruncatedDataError
 from spark_logsource.framing import BadRange
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogFile
-from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode.gtid import decode_gtid_list, decode_maria_gtid
 from spark_logsource.mysql.decode.packed import BinlogDecodeError
-from spark_logsource.mysql.decode.query_event import decode_query
+from spark_logsource.mysql.decode.query_event import parse_query
 from spark_logsource.mysql.position import FILE_START, GtidState
 from spark_logsource.mysql.read.transactions import BEGIN_RE, GROUP_TYPES, QUERY_TYPES, is_end_query
 
@@ -71,10 +70,9 @@ def last_boundary(bf: BinlogFile, start: int, gtid: GtidState, *, max_bytes: int
             continue
         if code in QUERY_TYPES:
             try:
-                query = decode_query(item.body, compressed=code == et.MARIA_QUERY_COMPRESSED, path=bf.path,
-                                     offset=item.pos + HEADER_LEN, post_header_len=query_post_header,
-                                     max_uncompressed=64 << 20)
-            except CorruptDataError:
+                query = parse_query(item.body, compressed=code == et.MARIA_QUERY_COMPRESSED,
+                                    post_header_len=query_post_header, max_uncompressed=64 << 20)
+            except BinlogDecodeError:
                 query = {"query": ""}
             if BEGIN_RE.match(query["query"]):
                 in_txn, after_gtid = True, False

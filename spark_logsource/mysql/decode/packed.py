@@ -8,7 +8,7 @@ Length-encoded ("packed") integers follow the MySQL client/server protocol and b
 
 The decoders know buffers, not files (``docs/ARCHITECTURE.md``): they raise :class:`BinlogDecodeError` with a
 position relative to the buffer they were given, and the framer or reader that knows the file and the buffer's
-offset in it turns it into the public error (:meth:`BinlogDecodeError.at`).
+offset in it turns it into the public error (:meth:`BinlogDecodeError.at`, which names ``kind``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,6 @@ class BinlogDecodeError(DecodeError):
         """``error`` from a helper that was given no file and the buffer's offset 0 (the framing's
         decompressors), as a decoder's error at the same place."""
         return cls(error.offset, error.reason, type(error))
-
-    def at(self, path: str | None, base: int, cls: type[CorruptDataError] | None = None) -> CorruptDataError:
-        """The public error for this failure in ``path``, whose buffer started at byte ``base`` of it."""
-        return (cls or self.kind)(path, base + (self.pos or 0), self.reason)
 
 
 def require(buf: bytes | memoryview, pos: int, size: int, *, what: str = "value") -> None:

@@ -28,7 +28,7 @@ from spark_logsource.errors import CorruptDataError, TruncatedDataError
 from spark_logsource.mysql.binlog.compression import DEFAULT_MAX_UNCOMPRESSED, mariadb_uncompress
 from spark_logsource.mysql.decode.packed import BinlogDecodeError
 
-__all__ = ["decode_query", "decode_status_vars", "parse_query", "query_text"]
+__all__ = ["decode_status_vars", "parse_query", "query_text"]
 
 _POST_HEADER = 13
 _OVER_MAX_DBS = 254
@@ -165,18 +165,6 @@ def parse_query(body: bytes, *, compressed: bool, post_header_len: int = _POST_H
         "thread_id": thread_id, "exec_time": exec_time, "error_code": error_code,
         "status_vars": status, "schema": schema, "query": query_text(raw_query),
     }
-
-
-def decode_query(body: bytes, *, compressed: bool, path: str | None, offset: int,
-                 post_header_len: int = _POST_HEADER,
-                 max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> dict[str, Any]:
-    """:func:`parse_query` for a reader that knows the file: errors name ``path`` and ``offset`` (the file offset
-    of the body's first byte) plus the position in the body."""
-    try:
-        return parse_query(body, compressed=compressed, post_header_len=post_header_len,
-                           max_uncompressed=max_uncompressed)
-    except BinlogDecodeError as exc:
-        raise exc.at(path, offset) from None
 
 
 def query_text(raw: bytes) -> str:

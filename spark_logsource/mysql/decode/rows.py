@@ -33,7 +33,7 @@ from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_i
 from spark_logsource.mysql.decode.tablemap import TableMap
 from spark_logsource.mysql.decode.values import ValueInvalid, ValueTruncated, column_decoder
 
-__all__ = ["RowsEvent", "decode_rows_event", "parse_rows_event", "peek_table_id", "rows_head"]
+__all__ = ["RowsEvent", "parse_rows_event", "peek_table_id", "rows_data", "rows_head"]
 
 #: Where the errors about an event as a whole point: its start, the common header before the body.
 _EVENT = -HEADER_LEN
@@ -67,12 +67,11 @@ class RowsEvent:
     extra: dict[str, Any] | None
 
 
-def peek_table_id(body: bytes | memoryview, *, table_id_size: int, path: str | None = None, offset: int = 0) -> int:
-    """The table id of a rows event, without decoding the rest (for skipping unwanted tables).
-
-    ``offset`` is the file offset of the event (errors point at its body, 19 bytes on)."""
+def peek_table_id(body: bytes | memoryview, *, table_id_size: int) -> int:
+    """The table id of a rows event, without decoding the rest (for skipping unwanted tables); a body too short
+    for it is a :class:`BinlogDecodeError` at its first byte."""
     if len(body) < table_id_size:
-        raise TruncatedDataError(path, offset + 19, "rows event shorter than its table id")
+        raise BinlogDecodeError(0, "rows event shorter than its table id", TruncatedDataError)
     return int.from_bytes(body[:table_id_size], "little")
 
 
@@ -209,17 +208,6 @@ class RowsEventHead:
     extra: bytes  # v2 extra data (without its length), b"" when none
 
 
-def parse_rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
-                    table_maps: Mapping[int, TableMap], path: str | None, offset: int) -> RowsEventHead:
-    """:func:`rows_head` for a reader that knows the file: errors name ``path`` and ``offset`` (the file offset of
-    the event) plus 19 plus the position in the body."""
-    try:
-        return rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                         table_maps=table_maps)
-    except BinlogDecodeError as exc:
-        raise exc.at(path, offset + HEADER_LEN) from None
-
-
 def rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
               table_maps: Mapping[int, TableMap]) -> RowsEventHead:
     """Post-header, v2 extra data, column count and column bitmaps of a rows event, checked (errors are
@@ -268,30 +256,20 @@ def rows_head(event_type: int, body: bytes | memoryview, *, post_header_len: int
     return RowsEventHead(buf, table_id, flags, op, table_map, present, present_after, pos, extra)
 
 
-def rows_data(event_type: int, head: RowsEventHead, *, path: str | None, offset: int,
-              max_uncompressed: int) -> tuple[bytes, int, int, bool]:
-    """``(data, position of the first image, file offset of data[0], inflated block?)`` of a rows event.
+def rows_data(event_type: int, head: RowsEventHead, *, max_uncompressed: int) -> tuple[bytes, int, int, bool]:
+    """``(data, position of the first image, body position of data[0], inflated block?)`` of a rows event.
 
     MariaDB's compressed rows events (166–171) zlib-compress everything after the bitmaps; positions inside the
-    inflated block have no file offset, so errors there point at the block's start.
+    inflated block have no place in the body, so errors there point at the block's start. A block that does not
+    inflate is a :class:`BinlogDecodeError` at a position in the body.
     """
-    base = offset + HEADER_LEN
     if event_type in _COMPRESSED_TYPES:
-        return mariadb_uncompress(head.buf[head.pos:], path, base + head.pos, max_uncompressed), 0, \
-            base + head.pos, True
-    return head.buf, head.pos, base, False
-
-
-def decode_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
-                      table_maps: Mapping[int, TableMap], path: str | None, offset: int,
-                      max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RowsEvent:
-    """:func:`parse_rows_event` for a reader that knows the file: ``offset`` is the file offset of the event, and
-    errors carry ``offset + 19 + position in the body``."""
-    try:
-        return parse_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                                table_maps=table_maps, max_uncompressed=max_uncompressed)
-    except BinlogDecodeError as exc:
-        raise exc.at(path, offset + HEADER_LEN) from None
+        try:
+            data = mariadb_uncompress(head.buf[head.pos:], None, head.pos, max_uncompressed)
+        except CorruptDataError as exc:
+            raise BinlogDecodeError.of(exc) from None
+        return data, 0, head.pos, True
+    return head.buf, head.pos, 0, False
 
 
 def parse_rows_event(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,

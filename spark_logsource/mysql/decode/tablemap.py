@@ -25,7 +25,7 @@ from spark_logsource.errors import TruncatedDataError
 from spark_logsource.mysql.decode import column_types as ct
 from spark_logsource.mysql.decode.packed import BinlogDecodeError, read_packed_int
 
-__all__ = ["ColumnInfo", "TableMap", "decode_table_map", "parse_table_map"]
+__all__ = ["ColumnInfo", "TableMap", "parse_table_map"]
 
 # Optional metadata field types (mysql-server ``Table_map_event::Optional_metadata_field_type``).
 SIGNEDNESS = 1
@@ -190,16 +190,6 @@ def _read_charsets(cur: _Cursor, ncols: int, *, default_form: bool) -> list[int]
     while not cur.at_end():
         result.append(cur.packed("column charset"))
     return result
-
-
-def decode_table_map(body: bytes | memoryview, *, table_id_size: int, path: str | None,
-                     offset: int) -> TableMap:
-    """:func:`parse_table_map` for a reader that knows the file: ``offset`` is the file offset of the event, and
-    errors report ``offset + 19 + position in body``."""
-    try:
-        return parse_table_map(body, table_id_size=table_id_size)
-    except BinlogDecodeError as exc:
-        raise exc.at(path, offset + 19) from None
 
 
 def parse_table_map(body: bytes | memoryview, *, table_id_size: int) -> TableMap:

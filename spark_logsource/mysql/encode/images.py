@@ -3,7 +3,7 @@
 This is the narrow boundary between the binlog reader and the compiled kernel ``spark_logsource.mysql._kernel``
 (``_kernel.c``). :func:`encode_rows_event` takes the body of one rows event and returns, per row, the before and
 after images already encoded; :func:`encode_rows_event_py` is the pure-Python reference it must equal:
-:func:`spark_logsource.mysql.decode.rows.decode_rows_event` (the reference decoder, verified against
+:func:`spark_logsource.mysql.decode.rows.parse_rows_event` (the reference decoder, verified against
 ``mariadb-binlog``), then :func:`spark_logsource.arrow.variant.encode_variant` or
 :func:`spark_logsource.arrow.jsontext.to_json` of each row dict.
 
@@ -15,7 +15,7 @@ builder (:mod:`.batches`) joins them into Arrow arrays with ``pa.Array.from_buff
 
 How the compiled path works. The post-header, column count and column bitmaps of a well-formed uncompressed event
 are read by the kernel (``rows_head``, which returns None for anything else); the rest are parsed here by rows.py's
-``parse_rows_head`` (its checks, its errors), MariaDB compressed rows events (166–171) are inflated here with
+``rows_head`` (its checks, its errors), MariaDB compressed rows events (166–171) are inflated here with
 :func:`~spark_logsource.mysql.binlog.compression.mariadb_uncompress`, and for each (TABLE_MAP, present-columns bitmap)
 a compact plan is built once and cached on ``TableMap.row_decoder_cache`` (and shared by equal TableMaps of
 later transactions): per present column its value kind (integer width and signedness, FLOAT, DOUBLE, DECIMAL
@@ -40,7 +40,7 @@ Whole events go to the Python reference (correctness first; these are rare):
 * every event when the kernel is not built or ``SPARK_LOGSOURCE_PURE_PYTHON=1``.
 
 An image with no column present while row data remains is a CorruptDataError("row image without columns") on both
-paths (``decode_rows_event`` checks that every row consumes bytes).
+paths (``parse_rows_event`` checks that every row consumes bytes).
 """
 
 from __future__ import annotations
@@ -56,9 +56,11 @@ from spark_logsource.arrow.jsontext import to_json
 from spark_logsource.arrow.variant import encode_variant
 from spark_logsource.errors import OptionError, UnsupportedDataError
 from spark_logsource.mysql.binlog.compression import DEFAULT_MAX_UNCOMPRESSED
+from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.decode import column_types as ct
 from spark_logsource.mysql.decode.decimal import decimal_binary_size
-from spark_logsource.mysql.decode.rows import decode_rows_event, parse_rows_head, rows_data
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.rows import parse_rows_event, rows_data, rows_head
 from spark_logsource.mysql.decode.tablemap import TableMap, string_length_from_meta
 from spark_logsource.mysql.decode.values import column_decoder
 from spark_logsource.native import import_kernel, load_kernel
@@ -165,10 +167,13 @@ def _check_row_format(row_format: str) -> bool:
 def encode_rows_event_py(event_type: int, body: bytes | memoryview, *, post_header_len: int, table_id_size: int,
                          table_maps: Mapping[int, TableMap], path: str | None, offset: int, row_format: str,
                          max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> EncodedRows:
-    """Reference: ``decode_rows_event`` then ``to_json`` / ``encode_variant`` of every row image."""
+    """Reference: ``parse_rows_event`` then ``to_json`` / ``encode_variant`` of every row image."""
     as_json = _check_row_format(row_format)
-    event = decode_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                              table_maps=table_maps, path=path, offset=offset, max_uncompressed=max_uncompressed)
+    try:
+        event = parse_rows_event(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                                 table_maps=table_maps, max_uncompressed=max_uncompressed)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset + HEADER_LEN) from None
     n = len(event.rows)
     before = _side([b for b, _ in event.rows], as_json) if event.op != "insert" else None
     after = _side([a for _, a in event.rows], as_json) if event.op != "delete" else None
@@ -373,8 +378,11 @@ def encode_rows_event_c(event_type: int, body: bytes | memoryview, *, post_heade
                                     table_maps=table_maps, path=path, offset=offset, row_format=row_format,
                                     max_uncompressed=max_uncompressed)
     assert _kernel is not None  # a plan is compiled by the kernel: there is one
-    n, first, second = _kernel.encode_rows(ev.data, ev.pos, plan, plan_after, OP_CODES[ev.op], as_json, path,
-                                           ev.data_base, ev.in_block, label)
+    try:
+        n, first, second = _kernel.encode_rows(ev.data, ev.pos, plan, plan_after, OP_CODES[ev.op], as_json,
+                                               ev.data_base, ev.in_block, label)
+    except BinlogDecodeError as exc:  # the kernel's offsets are the file's already
+        raise exc.at(path, 0) from None
     return kernel_rows(ev.table_id, ev.flags, ev.op, n, first, second)
 
 
@@ -401,15 +409,17 @@ def kernel_event(event_type: int, body: bytes | memoryview, *, post_header_len: 
     """The head and row data of a rows event other than PARTIAL_UPDATE_ROWS (rows.py's errors for bad ones)."""
     fast = kernel_head(event_type, body, table_id_size, post_header_len, table_maps)
     if fast is not None:
-        # the common case, read by the kernel: a well-formed uncompressed head (what parse_rows_head returns)
+        # the common case, read by the kernel: a well-formed uncompressed head (what rows_head returns)
         op, (table_id, flags, pos, _ncols, present, present_after), table_map = fast
         return KernelEvent(op, table_id, flags, present, present_after, table_map, body, pos, offset + 19, False)
-    head = parse_rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                           table_maps=table_maps, path=path, offset=offset)
-    data, pos, data_base, in_block = rows_data(event_type, head, path=path, offset=offset,
-                                               max_uncompressed=max_uncompressed)
+    try:
+        head = rows_head(event_type, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                         table_maps=table_maps)
+        data, pos, data_at, in_block = rows_data(event_type, head, max_uncompressed=max_uncompressed)
+    except BinlogDecodeError as exc:
+        raise exc.at(path, offset + HEADER_LEN) from None
     return KernelEvent(head.op, head.table_id, head.flags, head.present, head.present_after, head.table_map, data,
-                       pos, data_base, in_block)
+                       pos, offset + HEADER_LEN + data_at, in_block)
 
 
 def kernel_rows(table_id: int, flags: int, op: str, n: int, first: tuple[Any, ...],

@@ -154,7 +154,7 @@ def encode_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_le
     assert kernel is not None  # run_head gives None when the kernel is not built
     packed, n, first, second = kernel.encode_rows_run(
         *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
-        head.plan_after, None, None, OP_CODES[head.op], as_json, path, head.label, max_rows, max_bytes, map_body,
+        head.plan_after, None, None, OP_CODES[head.op], as_json, head.label, max_rows, max_bytes, map_body,
         skip_notes)
     if not packed:
         return None

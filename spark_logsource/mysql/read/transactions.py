@@ -30,9 +30,9 @@ from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
 from spark_logsource.mysql.decode.event_bodies import decode_event_body
 from spark_logsource.mysql.decode.packed import BinlogDecodeError
-from spark_logsource.mysql.decode.query_event import decode_query
+from spark_logsource.mysql.decode.query_event import parse_query
 from spark_logsource.mysql.decode.rows import peek_table_id
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.encode.images import EncodedRows, encode_rows_event_c, rows_encoder
 from spark_logsource.mysql.encode.runs import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, encode_run
 from spark_logsource.mysql.read.options import BinlogReadOptions
@@ -197,9 +197,17 @@ class TransactionMachine:
 
     # -- decoding helpers -------------------------------------------------------------------------------------
     def decode_query(self, ev: BinlogEvent) -> dict[str, Any]:
-        return decode_query(ev.body, compressed=ev.type_code == et.MARIA_QUERY_COMPRESSED, path=self.path,
-                            offset=ev.pos + HEADER_LEN, post_header_len=self.query_post_header,
-                            max_uncompressed=self.options.max_uncompressed)
+        try:
+            return parse_query(ev.body, compressed=ev.type_code == et.MARIA_QUERY_COMPRESSED,
+                               post_header_len=self.query_post_header, max_uncompressed=self.options.max_uncompressed)
+        except BinlogDecodeError as exc:
+            raise exc.at(self.path, ev.pos + HEADER_LEN) from None
+
+    def _peek_table_id(self, ev: BinlogEvent) -> int:
+        try:
+            return peek_table_id(ev.body, table_id_size=self.table_id_size)
+        except BinlogDecodeError as exc:
+            raise exc.at(self.path, ev.pos + HEADER_LEN) from None
 
     def _decode_table_map(self, ev: BinlogEvent) -> TableMap:
         """The TABLE_MAP of ``ev``; every statement logs one, mostly the same bytes as the last time for that table,
@@ -207,7 +215,10 @@ class TransactionMachine:
         key = bytes(ev.body)
         table_map = self._table_map_cache.get(key)
         if table_map is None:
-            table_map = decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
+            try:
+                table_map = parse_table_map(ev.body, table_id_size=self.table_id_size)
+            except BinlogDecodeError as exc:
+                raise exc.at(self.path, ev.pos + HEADER_LEN) from None
             if table_map.columns and all(c.name is None for c in table_map.columns):
                 # once per source (the directory, or the server), not per table or file: one fix serves them all
                 source = self.path.rpartition("/")[0] or self.path
@@ -227,7 +238,7 @@ class TransactionMachine:
             row_format=self.options.row_format, max_uncompressed=self.options.max_uncompressed)
 
     def _table_map_of(self, ev: BinlogEvent) -> TableMap:
-        table_id = peek_table_id(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
+        table_id = self._peek_table_id(ev)
         table_map = self.table_maps.get(table_id)
         if table_map is None:
             raise CorruptDataError(self.path, ev.pos, f"rows event for table id {table_id} has no TABLE_MAP in its "
@@ -316,8 +327,7 @@ class TransactionMachine:
                 or self._encode_rows_event is not encode_rows_event_c):
             return None
         if not filters.none:
-            table_map = self.table_maps.get(peek_table_id(ev.body, table_id_size=self.table_id_size,
-                                                          path=self.path, offset=ev.pos))
+            table_map = self.table_maps.get(self._peek_table_id(ev))
             if table_map is None or not self.view.rows_wanted(ev, table_map, et.ROWS_EVENT_OPS[ev.type_code]):
                 return None  # the per-event path skips it, or raises its error
         buffer = self.known_xid is None

@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from spark_logsource.errors import DataLossError, SourceError
+from spark_logsource.errors import CorruptDataError, DataLossError, SourceError
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.header import HEADER_LEN
-from spark_logsource.mysql.decode.query_event import decode_query
-from spark_logsource.mysql.decode.rows import decode_rows_event, peek_table_id
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.query_event import parse_query
+from spark_logsource.mysql.decode.rows import parse_rows_event, peek_table_id
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.mysql.snapshot.plan import Chunk, SnapshotPlan
 from spark_logsource.mysql.stream.client import ConnectionSettings, ReplicationClient
@@ -55,9 +56,15 @@ class _Window:
         return SourceError(self.source, where, f"chunk {self.chunk.index} of the snapshot of {self.plan.name} at "
                                                f"{self.plan.position}: {why}; the snapshot must start again")
 
+    def bad(self, exc: BinlogDecodeError) -> CorruptDataError:
+        # a body handed over by the replication client: the offset is the one in its event
+        return exc.at(self.source, HEADER_LEN)
+
     def query(self, body: bytes, compressed: bool, post_header_len: int, where: str) -> None:
-        q = decode_query(body, compressed=compressed, path=self.source, offset=HEADER_LEN,
-                         post_header_len=post_header_len)
+        try:
+            q = parse_query(body, compressed=compressed, post_header_len=post_header_len)
+        except BinlogDecodeError as exc:
+            raise self.bad(exc) from None
         sql, schema = str(q["query"]), q["schema"] or None
         words = sql.replace("`", " ").replace(".", " . ").split()
         if words and words[0].upper() == "TRUNCATE":
@@ -74,7 +81,10 @@ class _Window:
             raise self.fail(where, f"a DDL statement changed the table in between ({sql[:200]!r})")
 
     def table_map(self, body: bytes, table_id_size: int, where: str) -> None:
-        table_map = decode_table_map(body, table_id_size=table_id_size, path=self.source, offset=0)
+        try:
+            table_map = parse_table_map(body, table_id_size=table_id_size)
+        except BinlogDecodeError as exc:
+            raise self.bad(exc) from None
         if (table_map.database, table_map.table) != (self.plan.database, self.plan.table):
             self.maps.pop(table_map.table_id, None)
             return
@@ -86,12 +96,15 @@ class _Window:
         self.maps[table_map.table_id] = enrich_table_map(table_map, layout)
 
     def rows(self, type_code: int, body: bytes, post_header_len: int, table_id_size: int, where: str) -> None:
-        table_id = peek_table_id(body, table_id_size=table_id_size, path=self.source)
-        table_map = self.maps.get(table_id)
-        if table_map is None:
-            return
-        decoded = decode_rows_event(type_code, body, post_header_len=post_header_len, table_id_size=table_id_size,
-                                    table_maps={table_id: table_map}, path=self.source, offset=0)
+        try:
+            table_id = peek_table_id(body, table_id_size=table_id_size)
+            table_map = self.maps.get(table_id)
+            if table_map is None:
+                return
+            decoded = parse_rows_event(type_code, body, post_header_len=post_header_len, table_id_size=table_id_size,
+                                       table_maps={table_id: table_map})
+        except BinlogDecodeError as exc:
+            raise self.bad(exc) from None
         keys = [table_map.key_for(i) for i in range(len(table_map.columns))]
         for before, after in decoded.rows:
             self.changes.append((self._row(before, keys, where), self._row(after, keys, where)))

@@ -1,6 +1,6 @@
 """``view=table``'s typed columns from the compiled kernel: the C twin of the conversion in :mod:`.table.rows`.
 
-The reference path decodes a rows event into one dict per image (:func:`.rows.decode_rows_event`) and converts
+The reference path decodes a rows event into one dict per image (:func:`.rows.parse_rows_event`) and converts
 each value with :func:`.table.layout.cell_converter`. Here the kernel (``_kernel_typed.c`` ``typed_rows``, conversions
 in ``_typed.h``) decodes the images with the same value decoders as the changes view and writes each value straight
 into its column's Arrow buffers — validity, little-endian data, or offsets and bytes — so a rows event leaves C as
@@ -38,6 +38,7 @@ import pyarrow as pa
 from spark_logsource.arrow.variant import EMPTY_METADATA, decode_variant
 from spark_logsource.errors import CorruptDataError
 from spark_logsource.mysql.binlog.events import BinlogEvent
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
 from spark_logsource.mysql.decode.tablemap import TableMap
 from spark_logsource.mysql.encode.images import OP_CODES, PARTIAL_UPDATE_ROWS, kernel_event, kernel_plans
 from spark_logsource.mysql.encode.runs import RUN_MAX_BYTES, RUN_MAX_ROWS, RowsRun, event_bytes, run_events, run_head
@@ -239,12 +240,12 @@ def typed_rows_event(event_type: int, body: bytes | memoryview, *, post_header_l
             return None
         assert _kernel is not None  # called on the kernel path only (TableView.use_kernel)
         result = _kernel.typed_rows(ev.data, ev.pos, plan, plan_after, shapes[0].typed, shapes[1].typed,
-                                    OP_CODES[ev.op], path, ev.data_base, ev.in_block, label)
+                                    OP_CODES[ev.op], ev.data_base, ev.in_block, label)
         if result is None:
             return None
         n, first, second = result
         return _typed_rows(ev.op, n, first, second, *shapes)
-    except (CorruptDataError, ValueMismatch):
+    except (CorruptDataError, BinlogDecodeError, ValueMismatch):
         return None  # the Python path raises the reference error, or makes the error rows
 
 
@@ -265,7 +266,7 @@ def typed_run(ev: BinlogEvent, buf: bytes, buf_start: int, stop: int, *, crc_len
     while True:
         packed, n, first, second = _kernel.encode_rows_run(
             *head.args(ev, buf, buf_start, stop, crc_len, verify, table_id_size, post_header_len), head.plan,
-            head.plan_after, shapes[0].typed, shapes[1].typed, OP_CODES[head.op], False, path, head.label, max_rows,
+            head.plan_after, shapes[0].typed, shapes[1].typed, OP_CODES[head.op], False, head.label, max_rows,
             max_bytes, map_body, map_body is not None)
         if not packed:
             return None

@@ -38,9 +38,11 @@ from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.logformat import Split
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
+from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.splits import walk_split
-from spark_logsource.mysql.decode.rows import decode_rows_event
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.rows import parse_rows_event
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.encode.runs import RowsRun
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.mysql.read.batches import MAX_BATCH_BYTES
@@ -364,7 +366,10 @@ class TableMachine(TransactionMachine):
         key = bytes(ev.body)
         table_map = self._table_map_cache.get(key)
         if table_map is None:
-            table_map = decode_table_map(ev.body, table_id_size=self.table_id_size, path=self.path, offset=ev.pos)
+            try:
+                table_map = parse_table_map(ev.body, table_id_size=self.table_id_size)
+            except BinlogDecodeError as exc:
+                raise exc.at(self.path, ev.pos + HEADER_LEN) from None
             if len(self._table_map_cache) >= TABLE_MAP_CACHE_SIZE:
                 self._table_map_cache.clear()
             self._table_map_cache[key] = table_map
@@ -380,9 +385,13 @@ class TableMachine(TransactionMachine):
                                      max_uncompressed=self.options.max_uncompressed)
             if typed is not None:
                 return typed
-        decoded = decode_rows_event(ev.type_code, ev.body, post_header_len=self._rows_post_header[ev.type_code],
-                                    table_id_size=self.table_id_size, table_maps={table_map.table_id: naming.table_map},
-                                    path=self.path, offset=ev.pos, max_uncompressed=self.options.max_uncompressed)
+        try:
+            decoded = parse_rows_event(ev.type_code, ev.body, post_header_len=self._rows_post_header[ev.type_code],
+                                       table_id_size=self.table_id_size,
+                                       table_maps={table_map.table_id: naming.table_map},
+                                       max_uncompressed=self.options.max_uncompressed)
+        except BinlogDecodeError as exc:
+            raise exc.at(self.path, ev.pos + HEADER_LEN) from None
         return _DecodedRows(len(decoded.rows), decoded.rows, naming)
 
     def _encode_run(self, ev: BinlogEvent, window: tuple[bytes, int], stop: int, crc_len: int, verify: bool,

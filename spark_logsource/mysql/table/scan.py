@@ -18,8 +18,9 @@ from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.payload import decode_payload_header, iter_payload_events, uncompress_payload
-from spark_logsource.mysql.decode.query_event import decode_query
-from spark_logsource.mysql.decode.tablemap import TableMap, decode_table_map
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.query_event import parse_query
+from spark_logsource.mysql.decode.tablemap import TableMap, parse_table_map
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import QUERY_TYPES
 from spark_logsource.mysql.table.ddl import Catalog, Position
@@ -57,11 +58,11 @@ def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogRead
     # the walk steps over rows events by their headers (no CRC, no body): the tasks check those
     wanted = frozenset(QUERY_TYPES) | (frozenset() if table_maps is None else {et.TABLE_MAP, et.TRANSACTION_PAYLOAD})
 
-    def table_map_at(body: bytes, position: Position, table_id_size: int, path: str, offset: int) -> None:
+    def table_map_at(body: bytes, position: Position, table_id_size: int) -> None:
         assert table_maps is not None
         known = seen.get(body)
         if known is None:
-            tm = decode_table_map(body, table_id_size=table_id_size, path=path, offset=offset)
+            tm = parse_table_map(body, table_id_size=table_id_size)
             known = seen[body] = ((tm.database, tm.table), _table_map_layout(tm))
         name, layout = known
         runs = table_maps.setdefault(name, [])
@@ -86,20 +87,22 @@ def scan_files(files: Sequence[FileEntry], catalog: Catalog, options: BinlogRead
                     code = item.type_code
                     try:
                         if code in QUERY_TYPES:
-                            q = decode_query(item.body, compressed=code == et.MARIA_QUERY_COMPRESSED, path=path,
-                                             offset=item.pos + HEADER_LEN, post_header_len=query_post_header,
-                                             max_uncompressed=options.max_uncompressed)
+                            q = parse_query(item.body, compressed=code == et.MARIA_QUERY_COMPRESSED,
+                                            post_header_len=query_post_header,
+                                            max_uncompressed=options.max_uncompressed)
                             catalog.apply(q["query"], q["schema"], (n, item.pos))
                         elif table_maps is not None and code == et.TABLE_MAP:
-                            table_map_at(bytes(item.body), (n, item.pos), table_id_size, path, item.pos)
+                            table_map_at(bytes(item.body), (n, item.pos), table_id_size)
                         elif table_maps is not None and code == et.TRANSACTION_PAYLOAD:
                             head = decode_payload_header(item.body, path=path, offset=item.pos + HEADER_LEN)
                             payload = uncompress_payload(item.body, head, path=path, offset=item.pos + HEADER_LEN,
                                                          max_size=options.max_uncompressed)
                             for header, body in iter_payload_events(payload, path=path, offset=item.pos):
                                 if header[1] == et.TABLE_MAP:
-                                    table_map_at(bytes(body), (n, item.pos), table_id_size, path, item.pos)
+                                    table_map_at(bytes(body), (n, item.pos), table_id_size)
                     except CorruptDataError as exc:
                         _handle(mode, exc, path)
+                    except BinlogDecodeError as exc:  # a QUERY or TABLE_MAP body (also one inside a payload)
+                        _handle(mode, exc.at(path, item.pos + HEADER_LEN), path)
             finally:
                 bf.close()

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from spark_logsource.errors import AuthenticationError, CorruptDataError, OptionError
+from spark_logsource.errors import AuthenticationError, OptionError
 from spark_logsource.io.fs import base_name, display_name, open_input
 from spark_logsource.mysql.binlog import event_types as et
 from spark_logsource.mysql.binlog.events import BinlogEvent, BinlogFile
 from spark_logsource.mysql.binlog.header import HEADER_LEN
 from spark_logsource.mysql.binlog.splits import walk_range
-from spark_logsource.mysql.decode.query_event import decode_query
+from spark_logsource.mysql.decode.packed import BinlogDecodeError
+from spark_logsource.mysql.decode.query_event import parse_query
 from spark_logsource.mysql.position import FILE_START, binlog_number
 from spark_logsource.mysql.read.options import BinlogReadOptions
 from spark_logsource.mysql.read.transactions import GROUP_TYPES, QUERY_TYPES
@@ -85,11 +86,11 @@ def file_statements(uri: str, name: str, begin: int | None, stop: int | None,
                 group = item.pos
                 continue
             try:
-                q = decode_query(item.body, compressed=item.type_code == et.MARIA_QUERY_COMPRESSED, path=path,
-                                 offset=item.pos + HEADER_LEN, post_header_len=post_header,
-                                 max_uncompressed=options.max_uncompressed)
-            except CorruptDataError as exc:
-                log.warning("%s: a QUERY event the driver cannot read (the tasks report it): %s", path, exc)
+                q = parse_query(item.body, compressed=item.type_code == et.MARIA_QUERY_COMPRESSED,
+                                post_header_len=post_header, max_uncompressed=options.max_uncompressed)
+            except BinlogDecodeError as exc:
+                log.warning("%s: a QUERY event the driver cannot read (the tasks report it): %s", path,
+                            exc.at(path, item.pos + HEADER_LEN))
                 group = None
                 continue
             if is_ddl_text(q["query"]):
@@ -142,12 +143,11 @@ def dump_statements(client: ReplicationClient, first: tuple[str, int], last: tup
                 group = ev.pos
                 continue
             try:
-                q = decode_query(ev.body, compressed=ev.type_code == et.MARIA_QUERY_COMPRESSED,
-                                 path=f"{source}/{item.file}", offset=ev.pos + HEADER_LEN,
-                                 post_header_len=item.fde.post_header_len(et.QUERY, 13))
-            except CorruptDataError as exc:
+                q = parse_query(ev.body, compressed=ev.type_code == et.MARIA_QUERY_COMPRESSED,
+                                post_header_len=item.fde.post_header_len(et.QUERY, 13))
+            except BinlogDecodeError as exc:
                 log.warning("%s/%s: a QUERY event the driver cannot read (the tasks report it): %s", source,
-                            item.file, exc)
+                            item.file, exc.at(f"{source}/{item.file}", ev.pos + HEADER_LEN))
                 group = None
                 continue
             if is_ddl_text(q["query"]):

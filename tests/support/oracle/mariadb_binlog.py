@@ -28,8 +28,8 @@ from typing import Any
 from spark_logsource.mysql.binlog.compression import zstd_uncompress
 from spark_logsource.mysql.decode import column_types as ct
 from spark_logsource.mysql.decode.packed import read_packed_int
-from spark_logsource.mysql.decode.rows import RowsEvent, decode_rows_event
-from spark_logsource.mysql.decode.tablemap import ColumnInfo, TableMap, decode_table_map
+from spark_logsource.mysql.decode.rows import RowsEvent, parse_rows_event
+from spark_logsource.mysql.decode.tablemap import ColumnInfo, TableMap, parse_table_map
 
 _AT = re.compile(rb"^# at (\d+)$")
 _HEADER = re.compile(rb"^#\d{6} [ \d]\d:\d\d:\d\d server id \d+")
@@ -175,12 +175,11 @@ def walk_rows_events(path: Path) -> list[DecodedRows]:
             ev_body = buf[pos + 19:pos + size - crc]
             ev_pos = base + pos
             if type_code == 19:
-                tm = decode_table_map(ev_body, table_id_size=table_id_size, path=str(path), offset=ev_pos)
+                tm = parse_table_map(ev_body, table_id_size=table_id_size)
                 maps[tm.table_id] = tm
             elif 20 <= type_code <= 25 or 30 <= type_code <= 32 or type_code == 39 or 166 <= type_code <= 171:
-                ev = decode_rows_event(type_code, ev_body, post_header_len=phl(type_code),
-                                       table_id_size=table_id_size, table_maps=maps, path=str(path),
-                                       offset=ev_pos)
+                ev = parse_rows_event(type_code, ev_body, post_header_len=phl(type_code),
+                                      table_id_size=table_id_size, table_maps=maps)
                 out.append(DecodedRows(base + pos if not inner else base, maps[ev.table_id], ev))
             elif type_code == 40:
                 p = 0
