@@ -221,3 +221,26 @@ def test_truncated_gzip_keeps_the_events_before_the_cut(tmp_path: Path) -> None:
     good = _good(rows)
     assert 0 < len(good) < len(whole) and _strip(good) == _strip(whole[: len(good)])
     assert len(_bad(rows)) == 1
+
+
+def test_an_xid_past_the_int64_column_is_a_corrupt_record_not_a_crash(tmp_path: Path, twin: str) -> None:
+    """A byte of a zstd-compressed TRANSACTION_PAYLOAD changed (found by a sweep of damaged fixtures): the payload
+    still inflates, but its XID event now holds 18174840346171736086, past the ``xid`` column's int64. That was an
+    OverflowError from pyarrow; it is now an error naming the file and the event, or one corrupt row in PERMISSIVE
+    with the transaction's rows kept."""
+    import spark_logsource
+
+    source = FIXTURE_DIR / "apecloud/mysql-bin.000057"
+    damaged = bytearray(source.read_bytes())
+    damaged[1075] = 0
+    path = tmp_path / "mysql-bin.000057"
+    path.write_bytes(bytes(damaged))
+    with pytest.raises(CorruptDataError, match=r"at byte 749: xid 18174840346171736086 is past the xid column") as info:
+        spark_logsource.read("mysql-binlog", str(path), verifyChecksums="false", mode="FAILFAST")
+    assert str(path) in str(info.value)
+    rows = spark_logsource.read("mysql-binlog", str(path), verifyChecksums="false", mode="PERMISSIVE").to_pylist()
+    want = spark_logsource.read("mysql-binlog", str(source)).to_pylist()
+    assert len(_bad(rows)) == 1 and "xid" in _bad(rows)[0]["_corrupt_record"]
+    kept = [(r["pos"], r["op"], r["after"]) for r in _good(rows)]
+    assert kept == [(r["pos"], r["op"], r["after"]) for r in want]
+    assert [r["xid"] for r in _good(rows)] == [want[0]["xid"], None, None]

@@ -94,6 +94,16 @@ def ignorable(ev: BinlogEvent) -> bool:
     return ev.type_code not in et.EVENT_TYPE_NAMES and bool(ev.flags & et.FLAG_IGNORABLE)
 
 
+#: The largest xid the changes view's ``xid`` column (int64) holds; the event's field is a u64.
+XID_MAX = (1 << 63) - 1
+
+
+def xid_in_range(body: bytes | memoryview) -> int | None:
+    """The xid of an XID event's body when the ``xid`` column can hold it; None past it (the rows then wait for the
+    XID event itself, whose decoding names the damage)."""
+    xid = int.from_bytes(body[:8], "little")
+    return xid if xid <= XID_MAX else None
+
 class TransactionMachine:
     """Transaction state over a sequence of events, feeding a :class:`ViewWriter`.
 
@@ -295,6 +305,9 @@ class TransactionMachine:
                 self.gtid = data.get("gtid")
                 self.after_gtid_statement = True
             elif code == et.XID:
+                if data["xid"] > XID_MAX and not self.events_view:
+                    raise CorruptDataError(self.path, ev.pos + HEADER_LEN, f"xid {data['xid']} is past the xid "
+                                           f"column's range (int64, at most {XID_MAX}): a damaged XID event")
                 xid_end = (data["xid"],)
             elif code == et.XA_PREPARE:
                 xid_end = (None,)
@@ -404,7 +417,7 @@ class TransactionMachine:
                 return None
             code = item.type_code
             if code == et.XID:
-                return int.from_bytes(item.body[:8], "little")
+                return xid_in_range(item.body)
             if code in GROUP_TYPES or code == et.XA_PREPARE:
                 return None
             if code in QUERY_TYPES:
@@ -428,9 +441,10 @@ class TransactionMachine:
         if self.known_xid is None:
             for head, body in inner:
                 if head[1] == et.XID and len(body) >= 8:
-                    xid = int.from_bytes(body[:8], "little")
-                    self.known_xid = (xid,)
-                    self._flush_pending(xid)
+                    xid = xid_in_range(body)
+                    if xid is not None:
+                        self.known_xid = (xid,)
+                        self._flush_pending(xid)
                     break
         for index, (head, body) in enumerate(inner):
             inner_event = BinlogEvent(ev.pos, ev.next_pos, head[0], head[1], head[2], head[3], head[4], head[5],
