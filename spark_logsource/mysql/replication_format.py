@@ -66,6 +66,9 @@ DEFAULT_SERVER_ID = 4_200_000_000
 #: The driver's own dump, which finds the DDL statements of a range (view=table), registers as ``serverId + 1024``:
 #: apart from the slices' ``serverId + i`` and the snapshot chunks' ``serverId + 512 + i``.
 DDL_WALK_ID_OFFSET = 1024
+#: A walk of the DDL statements of the server's binlogs: (from, to, its statements). It answers for any range inside
+#: it: the binlogs do not change below a boundary already walked.
+DdlWalk = tuple[tuple[str, int], tuple[str, int], list[DdlStatement]]
 
 
 def other_server(source: str, where: str, was: tuple[str, int | None, str | None],
@@ -179,6 +182,14 @@ def _feed(machine: TransactionMachine, item: DumpEvent, stop: int, verify: bool)
     return ev.next_pos
 
 
+def position_of(client: ReplicationClient, file: str, pos: int, gtid: str | None = None) -> BinlogPosition:
+    """``file:pos`` of the server ``client`` is connected to, with its identity (and, on MariaDB, its GTID state)."""
+    kind, server_id, uuid = client.identity()
+    if gtid is None and kind == "mariadb":
+        gtid = client.gtid_at(file, pos)
+    return BinlogPosition(kind, server_id, uuid, file, pos, gtid)
+
+
 class MysqlReplicationFormat(MysqlBinlogFormat):
     """Options, planning and reading of a live server (see the module docstring)."""
 
@@ -228,6 +239,11 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
     def _parse_options(self, opts: OptionMap) -> None:
         super()._parse_options(opts)
         self._table_history: TableHistory | None = None
+        #: view=table: the DDL walk the table's schema was built from, and the server's end when it began, which
+        #: ends a batch read with endingPosition=latest: its rows are the ones that schema names, even when a DDL
+        #: lands between Spark's schema() and its read (the format, so its plan, is pickled from one to the other)
+        self._ddl_walk: DdlWalk | None = None
+        self._planned_end: Offset | None = None
         heartbeat = opts.seconds("heartbeatInterval", 1.0, minimum=0.05, maximum=3600)
         connect_timeout = opts.seconds("connectTimeout", 10.0, minimum=0, exclusive_minimum=True)
         self.settings = parse_uri(opts.string("uri"), opts.string("password"), heartbeat_period=heartbeat,
@@ -280,13 +296,21 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
 
             self._table_view = self.settings.reconnect.call(plan_state, "planning the table's state")
         if self._table_view is None:
-            from spark_logsource.mysql.table.stream import live_table_view
+            from spark_logsource.mysql.table.stream import live_statements, live_table_view
 
-            def build() -> tuple[TableView, TableHistory]:
+            def build() -> tuple[TableView, TableHistory, Offset, DdlWalk | None]:
                 with self.client() as client:
-                    return live_table_view(self, client, self.server_id_base + DDL_WALK_ID_OFFSET)
+                    file, pos, gtid = client.master_status()  # first: the walk below reaches at least this far
+                    end = position_of(client, file, pos, gtid)
+                    logs = client.binary_logs()
+                    server_id = self.server_id_base + DDL_WALK_ID_OFFSET
+                    found = live_statements(client, (logs[0][0], FILE_START), None, logs, server_id) if logs else []
+                    view, history = live_table_view(self, client, server_id, found)
+                walk = ((logs[0][0], FILE_START), (file, pos), found) if logs else None
+                return view, history, end.to_offset(), walk
 
-            self._table_view, self._table_history = self.settings.reconnect.call(build, "reading the table's DDL")
+            self._table_view, self._table_history, self._planned_end, self._ddl_walk = self.settings.reconnect.call(
+                build, "reading the table's DDL")
         return self._table_view
 
     def follower(self) -> TableFollower:
@@ -305,9 +329,14 @@ class MysqlReplicationFormat(MysqlBinlogFormat):
             raise OptionError("startingPosition", "snapshot starts a stream (readStream, follow), not a batch read")
         if self.view == "state":
             return self.table_view().number_splits([])
-        stream = ReplicationStream(self)
+        stream = ReplicationStream(self)  # view=table: plans the table's view, once per format (table_view)
         start = stream.initial_offset()
-        end = self.ending.to_offset() if self.ending is not None else stream.plain_latest(start, ReadBudget())
+        if self.ending is not None:
+            end = self.ending.to_offset()
+        elif self._planned_end is not None:
+            end = self._planned_end  # where the walk that made the schema began: its rows are the ones it names
+        else:
+            end = stream.plain_latest(start, ReadBudget())
         splits = []
         for s in stream.plan(start, end):
             versions = s.versions if isinstance(s, TableSlice) else None
@@ -365,18 +394,15 @@ class ReplicationStream(LogStream):
         self.options = fmt.stream_options
         #: view=table: the table's layout carried in the offsets (:mod:`spark_logsource.mysql.table.follow`)
         self.follower = fmt.follower() if fmt.table_options is not None else None
-        #: the last ``SHOW BINLOG EVENTS`` walk: (from, to, its statements); a later walk from the same place to no
-        #: further is answered from it (``plan`` after ``latest_offset`` asks for the same range or a shorter one)
-        self._ddl_walk: tuple[tuple[str, int], tuple[str, int], list[DdlStatement]] | None = None
+        #: the last DDL walk, at first the one the table's view was built from: a range inside it is answered from
+        #: it (``plan`` after ``latest_offset`` asks for the same range or a shorter one)
+        self._ddl_walk: DdlWalk | None = fmt._ddl_walk
 
     def __repr__(self) -> str:
         return f"ReplicationStream({self.fmt.settings.source!r})"
 
     def _position(self, client: ReplicationClient, file: str, pos: int, gtid: str | None = None) -> BinlogPosition:
-        kind, server_id, uuid = client.identity()
-        if gtid is None and kind == "mariadb":
-            gtid = client.gtid_at(file, pos)
-        return BinlogPosition(kind, server_id, uuid, file, pos, gtid)
+        return position_of(client, file, pos, gtid)
 
     def initial_offset(self) -> Offset:
         offset = self.fmt.settings.reconnect.call(self._initial_offset, "finding the starting position")
@@ -456,9 +482,10 @@ class ReplicationStream(LogStream):
             return binlog_number(file)[1], pos
 
         walk = self._ddl_walk
-        if walk is not None and walk[0] == (first.file, first.pos) and order(last.file, last.pos) <= order(*walk[1]):
+        lo, hi = order(first.file, first.pos), order(last.file, last.pos)
+        if walk is not None and order(*walk[0]) <= lo and hi <= order(*walk[1]):
             # the binlogs do not change below a boundary already walked
-            return [s for s in walk[2] if order(s.file, s.pos) < order(last.file, last.pos)]
+            return [s for s in walk[2] if lo <= order(s.file, s.pos) < hi]
         from spark_logsource.mysql.table.stream import live_statements
 
         with self.fmt.client() as client:

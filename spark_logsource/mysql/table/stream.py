@@ -200,22 +200,24 @@ def shown_statements(client: ReplicationClient, first: tuple[str, int], last: tu
     return out
 
 
-def live_table_view(fmt: MysqlBinlogFormat, client: ReplicationClient, server_id: int | None = None
-                    ) -> tuple[TableView, TableHistory]:
+def live_table_view(fmt: MysqlBinlogFormat, client: ReplicationClient, server_id: int | None = None,
+                    statements: Sequence[DdlStatement] | None = None) -> tuple[TableView, TableHistory]:
     """The view of a live source: the union of the layouts of the DDL in the binlogs the server still has and of
     the table's layout now (``SHOW CREATE TABLE``, on the server itself unless ``schemaFrom`` names another
-    source); its history (positions: binlog numbers)."""
+    source); its history (positions: binlog numbers). ``statements``: the DDL of those binlogs, already walked
+    (from the oldest to at least their end when it was asked); None: walked here."""
     from spark_logsource.mysql.table.rows import TableView
 
     options = fmt.table_options
     assert options is not None
     _refuse_metadata(options)
-    logs = client.binary_logs()
+    if statements is None:
+        logs = client.binary_logs()
+        statements = live_statements(client, (logs[0][0], FILE_START), None, logs, server_id) if logs else []
     catalog = TableView._ddl_file(options.ddl_path or "", options.database) if options.schema_from == "ddl" \
         else Catalog()
-    if logs:
-        for st in live_statements(client, (logs[0][0], FILE_START), None, logs, server_id):
-            catalog.apply(st.query, st.schema, (file_number(st.file), st.pos))
+    for st in statements:
+        catalog.apply(st.query, st.schema, (file_number(st.file), st.pos))
     today = TableView._server_layout(options) if options.schema_from in ("server", "live") else None
     history = catalog.resolve(options.database, options.table)
     if history is None or all(v.layout is None and v.reason == _NO_CREATE for v in history.versions):
