@@ -7,6 +7,9 @@ sink, best of ``--repeat`` after a warm-up, side by side in each repetition:
 * ``handover``: the same batches decoded beforehand into an Arrow IPC file that a tiny data source of this script
   memory-maps and yields, one share per task: the Python worker only hands batches over, so what is measured is
   Spark's cost for a Python data source (the Arrow stream to the JVM, its conversion into rows);
+* ``columnar``: our source through the columnar JVM reader (``read_columnar``, ``jars/arrow-pipe``), decoding
+  included, ``--splits`` splits: each task's batches go to Spark as columnar batches, not rows, and a projection
+  is cut before the batches leave the Python worker (only when the jar is built: ``jars/arrow-pipe/build.sh``);
 * ``parquet``: the same rows written once by Spark (``handover`` → ``write.parquet``, uncompressed, one file per
   split) and read back by ``spark.read.parquet``, one task per file: Spark without a Python worker.
 
@@ -26,7 +29,7 @@ adds the source and the hand-over with N-row batches, side by side with the othe
     .venv/bin/python benchmarks/bench_spark_handover.py [--workdir /tmp/spark-logsource-bench-handover] \\
         [--xlog FILE] [--binlog FILE] [--shapes xlog,xlog-msgpack,xlog-ints,binlog,binlog-table] [--splits 2] \\
         [--repeat 3] [--batch-rows N] [--rebatch N,N] [--conf k=v ...] [--jfr DIR] [--py-spy DIR] \\
-        [--only source,handover,parquet]
+        [--only source,handover,columnar,parquet]
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ from pathlib import Path
 
 from local_spark import cpu_seconds, jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
 
+from spark_logsource.spark.columnar import arrow_pipe_jar
+
 log = logging.getLogger("bench_spark_handover")
 
 XLOG_INTS = ["offset", "lsn", "replica_id", "tsn", "group_id", "space_id", "index_id"]
-READS = ("source", "handover", "parquet")
+READS = ("source", "handover", "columnar", "parquet")
 
 
 @dataclass
@@ -192,6 +197,13 @@ def reads(spark, shape: Shape, workdir: Path, splits: int, batch_rows: int | Non
             .option("maxPartitionBytes", str(split_bytes)).load(str(shape.path))
         (df.select(*shape.columns) if shape.columns else df).write.format("noop").mode("overwrite").save()
 
+    def columnar() -> None:
+        from spark_logsource.spark.columnar import read_columnar
+
+        df = read_columnar(spark, shape.fmt, str(shape.path), **batch_options(shape, batch_rows),
+                           maxPartitionBytes=str(split_bytes))
+        (df.select(*shape.columns) if shape.columns else df).write.format("noop").mode("overwrite").save()
+
     def handover(where: Path = arrow) -> None:
         spark.read.format("bench-prebuilt").option("path", str(where)).load().write.format("noop") \
             .mode("overwrite").save()
@@ -200,7 +212,7 @@ def reads(spark, shape: Shape, workdir: Path, splits: int, batch_rows: int | Non
         spark.read.option("maxPartitionBytes", str(1 << 40)).parquet(str(parquet_dir)).write.format("noop") \
             .mode("overwrite").save()
 
-    runs = {"source": source, "handover": handover, "parquet": parquet}
+    runs = {"source": source, "handover": handover, "columnar": columnar, "parquet": parquet}
     for rows in rebatch:
         runs[f"handover-{rows}"] = functools.partial(handover, rebatched_file(arrow, rows))
         runs[f"source-{rows}"] = functools.partial(source, rows)
@@ -357,6 +369,9 @@ def session(confs: list[str]):  # type: ignore[no-untyped-def]
     builder = (SparkSession.builder.master("local[2]").appName("bench_spark_handover")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g"))
+    jar = arrow_pipe_jar()
+    if jar is not None:
+        builder = builder.config("spark.jars", jar)
     for conf in confs:
         key, _, value = conf.partition("=")
         builder = builder.config(key, value)
@@ -387,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--binlog", type=Path, help="a binlog (default: bench_mysql.py's base workload, made)")
     parser.add_argument("--table", default="bench.orders", help="the table of view=table")
     parser.add_argument("--shapes", default="xlog,xlog-msgpack,xlog-ints,binlog,binlog-table")
-    parser.add_argument("--only", default=",".join(READS), help="which of the reads: source,handover,parquet")
+    parser.add_argument("--only", default=",".join(READS), help="which of the reads: source,handover,columnar,parquet")
     parser.add_argument("--splits", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--batch-rows", type=int, default=BENCH_BATCH_ROWS,
@@ -407,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [shapes(xlog, binlog, table)[name] for name in args.shapes.split(",")]
     rebatch = [int(n) for n in args.rebatch.split(",") if n]
     which = [r for r in READS if r in args.only.split(",")]
+    if "columnar" in which and arrow_pipe_jar() is None:
+        log.warning("no columnar read: jars/arrow-pipe.jar is not built (jars/arrow-pipe/build.sh)")
+        which.remove("columnar")
     which += [f"{r}-{n}" for n in rebatch for r in ("source", "handover") if r in which]
     spark = session(args.conf)
     register_prebuilt(spark, args.splits)

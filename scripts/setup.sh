@@ -11,7 +11,8 @@ if [[ "${1:-}" == "--system" ]]; then
   [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   pkgs=(tarantool mariadb-server mariadb-client gcc python3-dev)
-  command -v java >/dev/null || pkgs+=(openjdk-17-jre-headless)
+  # a JDK, not only a runtime: jars/arrow-pipe is compiled here with javac (no Maven, no download)
+  command -v javac >/dev/null || pkgs+=(openjdk-17-jdk-headless)
   python3 -m venv --help >/dev/null 2>&1 || pkgs+=(python3-venv)
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -98,5 +99,16 @@ for name in ("spark_logsource.tarantool._kernel", "spark_logsource.tarantool._fr
     built = importlib.util.find_spec(name) is not None
     print(f"setup: {name} {'built' if built else 'NOT built (pure Python fallback)'}", file=sys.stderr)
 PY
+# The columnar JVM reader (docs/spark-speed.md): compiled against the installed pyspark's jars, when its sources or
+# that pyspark are newer than the jar. Without a JDK it is left out: read_columnar says how to build it.
+jar=jars/arrow-pipe.jar
+if command -v javac >/dev/null; then
+  spark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  if [[ ! -f "$jar" ]] || [[ -n "$(find jars/arrow-pipe "$spark_jars" -newer "$jar" -print -quit)" ]]; then
+    bash jars/arrow-pipe/build.sh .venv/bin/python
+  fi
+else
+  echo "setup: no javac: $jar not built (the columnar JVM reader; install a JDK 17)" >&2
+fi
 # written last: an interrupted run leaves no stamp, so the next run installs again
 [[ -f "$STAMP" ]] || inputs_hash >"$STAMP"

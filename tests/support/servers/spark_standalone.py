@@ -150,7 +150,11 @@ class StandaloneCluster:
         """A SparkSession builder for this cluster: every executor one core, the driver on loopback."""
         from pyspark.sql import SparkSession
 
-        return (SparkSession.builder.master(self.master_url).appName(app_name)
+        from spark_logsource.spark.columnar import arrow_pipe_jar
+
+        jar = arrow_pipe_jar()  # the columnar JVM reader, shipped to the executors by spark.jars when built
+        builder = SparkSession.builder if jar is None else SparkSession.builder.config("spark.jars", jar)
+        return (builder.master(self.master_url).appName(app_name)
                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
                 .config("spark.executor.cores", str(self.cores)).config("spark.executor.memory", self.memory)
                 .config("spark.cores.max", str(self.cores * self.workers))

@@ -1,0 +1,127 @@
+package io.sparklogsource.arrowpipe;
+
+import java.io.IOException;
+import java.util.List;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * One task: borrows a Python worker, sends it the task and reads its Arrow IPC stream as columnar batches. The
+ * stream counts only when the worker's status line says {@code ok} with the number of rows read here; an error
+ * status carries our decoder's message, which names the file and the offset.
+ *
+ * <p>{@link #close()} (Spark calls it when the task ends, however it ends) gives the worker back after a whole
+ * answer, and destroys it otherwise (a LIMIT reached, a killed task, a failure): it may still be writing.
+ */
+final class PipeReader implements PartitionReader<ColumnarBatch> {
+
+  private final String[] columns;
+  private final PipePartition partition;
+  private final PipeWorker worker;
+  private final BufferAllocator allocator;
+  private final ArrowStreamReader reader;
+  private ColumnarBatch batch;
+  private long rows;
+  private boolean answered;
+
+  PipeReader(String python, String module, String[] columns, PipePartition partition) {
+    this.columns = columns;
+    this.partition = partition;
+    String exe = python.isEmpty() ? pythonFromEnvironment() : python;
+    worker = WorkerPool.borrow(exe, module);
+    try {
+      worker.send(partition.task, columns);
+    } catch (IOException e) {
+      // The worker died before taking the task: the first next() reports its exit.
+    }
+    allocator = new RootAllocator(Long.MAX_VALUE);
+    reader = new ArrowStreamReader(worker.stream(), allocator);
+  }
+
+  private static String pythonFromEnvironment() {
+    String env = System.getenv("PYSPARK_PYTHON");
+    return env == null || env.isEmpty() ? "python3" : env;
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    if (answered) {
+      return false;
+    }
+    boolean loaded;
+    try {
+      loaded = reader.loadNextBatch();
+    } catch (IOException | RuntimeException e) {
+      throw workerFailure("its stream broke: " + e.getMessage(), e);
+    }
+    if (!loaded) {
+      finish();
+      return false;
+    }
+    VectorSchemaRoot root = reader.getVectorSchemaRoot();
+    List<FieldVector> vectors = root.getFieldVectors();
+    if (vectors.size() != columns.length) {
+      throw new PipeException(where() + "the worker wrote " + vectors.size() + " columns, " + columns.length
+          + " were asked for", null);
+    }
+    ColumnVector[] wrapped = new ColumnVector[vectors.size()];
+    for (int i = 0; i < wrapped.length; i++) {
+      wrapped[i] = new BorrowedArrowColumnVector(vectors.get(i));
+    }
+    rows += root.getRowCount();
+    batch = new ColumnarBatch(wrapped, root.getRowCount());
+    return true;
+  }
+
+  /** After the end marker: the status line decides whether the stream was whole. */
+  private void finish() throws IOException {
+    String status = worker.readStatus();
+    if (status == null) {
+      throw workerFailure("it ended without a status line", null);
+    }
+    if (status.startsWith("error ")) {
+      throw new PipeException(where() + status.substring("error ".length()), null);
+    }
+    if (!status.equals("ok " + rows)) {
+      throw new PipeException(where() + "the worker said '" + status + "' after " + rows + " rows", null);
+    }
+    answered = true;
+  }
+
+  private PipeException workerFailure(String what, Throwable cause) {
+    worker.destroy();
+    Integer code = worker.exitCode();
+    return new PipeException(where() + "the Python worker failed (" + what + "; exit status "
+        + (code == null ? "unknown" : code) + "; its stderr is in the executor's log)", cause);
+  }
+
+  private String where() {
+    return "task " + partition.index + ": ";
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      reader.close();
+    } finally {
+      allocator.close();
+      if (answered) {
+        WorkerPool.giveBack(worker);
+      } else {
+        worker.destroy();
+      }
+    }
+  }
+}

@@ -1,0 +1,38 @@
+package io.sparklogsource.arrowpipe;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** Columnar reads only: each task's batches are the Python process's Arrow batches, not copied. */
+final class PipeReaderFactory implements PartitionReaderFactory {
+
+  private static final long serialVersionUID = 1L;
+
+  private final String python;
+  private final String module;
+  private final String[] columns;
+
+  PipeReaderFactory(String python, String module, String[] columns) {
+    this.python = python;
+    this.module = module;
+    this.columns = columns;
+  }
+
+  @Override
+  public boolean supportColumnarReads(InputPartition partition) {
+    return true;
+  }
+
+  @Override
+  public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    throw new UnsupportedOperationException(ArrowPipeSource.NAME + " reads columnar batches only");
+  }
+
+  @Override
+  public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+    return new PipeReader(python, module, columns, (PipePartition) partition);
+  }
+}

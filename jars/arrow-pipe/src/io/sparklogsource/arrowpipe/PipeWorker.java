@@ -1,0 +1,97 @@
+package io.sparklogsource.arrowpipe;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One Python worker ({@code python -m spark_logsource.arrow.pipe}): a task line and a columns line in, an Arrow IPC
+ * stream and a status line out, task after task. Its stderr is the executor's (warnings, a bug's traceback).
+ */
+final class PipeWorker {
+
+  /** Longest status line read: a message is one line, an error's text. */
+  private static final int STATUS_BYTES = 1 << 16;
+
+  final String key;
+  private final Process process;
+  private final OutputStream stdin;
+  private final InputStream stdout;
+
+  private PipeWorker(String key, Process process) {
+    this.key = key;
+    this.process = process;
+    this.stdin = process.getOutputStream();
+    this.stdout = new BufferedInputStream(process.getInputStream(), 1 << 20);
+  }
+
+  static PipeWorker start(String python, String module) {
+    ProcessBuilder builder = new ProcessBuilder(python, "-m", module);
+    builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+    try {
+      return new PipeWorker(python + "\u0000" + module, builder.start());
+    } catch (IOException e) {
+      throw new PipeException("cannot start " + python + " -m " + module + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** Sends one task; the answer is read from {@link #stream()} then {@link #readStatus()}. */
+  void send(String task, String[] columns) throws IOException {
+    stdin.write(task.getBytes(StandardCharsets.US_ASCII));
+    stdin.write('\n');
+    stdin.write(String.join("\t", columns).getBytes(StandardCharsets.UTF_8));
+    stdin.write('\n');
+    stdin.flush();
+  }
+
+  /** The worker's stdout for one Arrow stream reader: closing it leaves the worker's pipe open for the next task. */
+  InputStream stream() {
+    return new FilterInputStream(stdout) {
+      @Override
+      public void close() {
+        // The pipe belongs to the worker, which serves the next task on it.
+      }
+    };
+  }
+
+  /** The status line after a stream's end marker, or null when the worker closed its stdout first. */
+  String readStatus() throws IOException {
+    ByteArrayOutputStream line = new ByteArrayOutputStream();
+    while (true) {
+      int b = stdout.read();
+      if (b < 0) {
+        return null;
+      }
+      if (b == '\n') {
+        return line.toString(StandardCharsets.UTF_8);
+      }
+      if (line.size() < STATUS_BYTES) {
+        line.write(b);
+      }
+    }
+  }
+
+  boolean isAlive() {
+    return process.isAlive();
+  }
+
+  /** The exit status once the worker ended (waits up to a few seconds for it), else null. */
+  Integer exitCode() {
+    try {
+      if (process.waitFor(5, java.util.concurrent.TimeUnit.SECONDS)) {
+        return process.exitValue();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return null;
+  }
+
+  void destroy() {
+    process.destroyForcibly();
+  }
+}

@@ -1,0 +1,61 @@
+package io.sparklogsource.arrowpipe;
+
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The idle Python workers of this JVM (an executor), reused by its tasks as pyspark reuses its own: a worker is
+ * given back only after it answered a whole task with {@code ok}; any other end destroys it. Idle workers end
+ * with the JVM: their stdin closes, and they exit.
+ */
+final class WorkerPool {
+
+  /** Idle workers kept per interpreter and module; more are destroyed when given back. */
+  private static final int MAX_IDLE = 8;
+
+  private static final Map<String, Deque<PipeWorker>> IDLE = new HashMap<>();
+
+  static {
+    Runtime.getRuntime().addShutdownHook(new Thread(WorkerPool::destroyIdle, "spark-logsource-pipe-workers"));
+  }
+
+  private WorkerPool() {}
+
+  static PipeWorker borrow(String python, String module) {
+    String key = python + "\u0000" + module;
+    synchronized (IDLE) {
+      Deque<PipeWorker> idle = IDLE.get(key);
+      while (idle != null && !idle.isEmpty()) {
+        PipeWorker worker = idle.pollFirst();
+        if (worker.isAlive()) {
+          return worker;
+        }
+      }
+    }
+    return PipeWorker.start(python, module);
+  }
+
+  static void giveBack(PipeWorker worker) {
+    synchronized (IDLE) {
+      Deque<PipeWorker> idle = IDLE.computeIfAbsent(worker.key, k -> new ArrayDeque<>());
+      if (worker.isAlive() && idle.size() < MAX_IDLE) {
+        idle.addFirst(worker);
+        return;
+      }
+    }
+    worker.destroy();
+  }
+
+  private static void destroyIdle() {
+    synchronized (IDLE) {
+      for (Deque<PipeWorker> idle : IDLE.values()) {
+        for (PipeWorker worker : idle) {
+          worker.destroy();
+        }
+        idle.clear();
+      }
+    }
+  }
+}

@@ -1,0 +1,166 @@
+"""The columnar JVM reader (``jars/arrow-pipe``, ``read_columnar``): the same rows as our Python data sources,
+Spark's filters and projections applied exactly, our errors with their file and offset, and a worker that breaks
+the protocol never taken for a whole split."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+import spark_logsource
+from spark_logsource.errors import OptionError
+from spark_logsource.spark.columnar import arrow_pipe_jar, read_columnar
+from tests.support.spark import filter_pushdown
+
+XLOG = "tarantool/test/xlog/reader/v13"
+SAKILA = "mysql-binlog/osheroff/mysql-bin.sakila.gz"
+YUGABYTE = "yugabyte-wal/wals"
+DAMAGED = "tarantool/test/xlog/reader/crc.bad.xlog"  # Tarantool's own test file: a row whose CRC does not match
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_jar() -> None:
+    if arrow_pipe_jar() is None:
+        if shutil.which("javac") is None:
+            pytest.skip("no JDK here: jars/arrow-pipe.jar cannot be built")
+        pytest.fail("jars/arrow-pipe.jar is not built: scripts/setup.sh builds it (jars/arrow-pipe/build.sh)")
+
+
+def as_text(df):  # type: ignore[no-untyped-def]
+    """Every column cast to a string: Variant columns cannot take part in a set operation."""
+    from pyspark.sql import functions as F
+
+    return df.select([F.col(c).cast("string").alias(c) for c in df.columns])
+
+
+def assert_same_rows(ours, theirs) -> None:  # type: ignore[no-untyped-def]
+    assert ours.schema == theirs.schema
+    a, b = as_text(ours), as_text(theirs)
+    assert ours.count() == theirs.count() > 0
+    assert a.exceptAll(b).count() == 0
+    assert b.exceptAll(a).count() == 0
+
+
+CASES = [
+    ("tarantool-xlog", XLOG, {}),
+    ("tarantool-xlog", XLOG, {"tupleFormat": "msgpack"}),
+    ("mysql-binlog", SAKILA, {}),
+    ("mysql-binlog", SAKILA, {"view": "table", "table": "sakila.payment"}),
+    ("yugabyte-wal", YUGABYTE, {}),
+]
+
+
+@pytest.mark.parametrize(("fmt", "where", "options"), CASES, ids=lambda c: str(c).replace("/", "_"))
+def test_same_rows_as_the_python_data_source(spark, fixtures_dir: Path, fmt, where, options) -> None:
+    path = str(fixtures_dir / where)
+    # small splits: several tasks per file, so every split boundary is crossed
+    opts = {**options, "maxPartitionBytes": "65536"}
+    assert_same_rows(read_columnar(spark, fmt, path, **opts), spark.read.format(fmt).options(**opts).load(path))
+
+
+def test_several_splits_give_several_tasks_and_the_same_rows(spark, fixtures_dir: Path, tmp_path: Path) -> None:
+    # uncompressed, so that the binlog has several splits (a .gz file is one)
+    binlog = tmp_path / "mysql-bin.000001"
+    binlog.write_bytes(gzip.decompress((fixtures_dir / SAKILA).read_bytes()))
+    path = str(binlog)
+    df = read_columnar(spark, "mysql-binlog", path, view="table", table="sakila.payment", maxPartitionBytes="1000000")
+    assert df.rdd.getNumPartitions() > 1
+    expected = spark_logsource.read("mysql-binlog", path, view="table", table="sakila.payment")
+    assert df.count() == expected.num_rows
+    ids = sorted(r.payment_id for r in df.select("after.payment_id").collect())
+    assert ids == sorted(expected.column("after").combine_chunks().field("payment_id").to_pylist())
+
+
+@pytest.mark.parametrize("pushdown", [False, True])
+def test_filters_and_projections_are_spark_s_and_exact(spark, fixtures_dir: Path, pushdown: bool) -> None:
+    path = str(fixtures_dir / SAKILA)
+    query = "after.amount > 5.00 AND op = 'c'"
+    with filter_pushdown(spark, pushdown):
+        ours = read_columnar(spark, "mysql-binlog", path, view="table", table="sakila.payment")
+        theirs = spark.read.format("mysql-binlog").option("view", "table").option("table", "sakila.payment").load(path)
+        got = sorted(tuple(r) for r in ours.where(query).select("after.payment_id", "after.amount").collect())
+        want = sorted(tuple(r) for r in theirs.where(query).select("after.payment_id", "after.amount").collect())
+    assert got == want and len(got) > 100
+
+
+def test_count_needs_no_column_and_still_counts_every_row(spark, fixtures_dir: Path) -> None:
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path)
+    assert df.count() == spark_logsource.read("mysql-binlog", path).num_rows
+    assert df.select("pos").count() == df.count()
+
+
+def test_a_limit_ends_its_tasks_early_and_the_next_query_is_whole(spark, fixtures_dir: Path) -> None:
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path, batchSize="100")
+    assert len(df.limit(5).collect()) == 5
+    assert df.count() == spark_logsource.read("mysql-binlog", path).num_rows
+
+
+def test_workers_are_reused_by_later_tasks(spark, fixtures_dir: Path) -> None:
+    path = str(fixtures_dir / XLOG)
+    df = read_columnar(spark, "tarantool-xlog", path)
+    df.count()
+    before = pipe_workers()
+    for _ in range(3):
+        df.count()
+    after = pipe_workers()
+    assert before and after <= before  # no new worker for the later queries: the same ones served them
+
+
+def pipe_workers() -> set[int]:
+    """Live processes running the pipe worker module (children of this test session's JVM)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"spark_logsource.arrow.pipe" in cmd:
+                found.add(int(entry.name))
+    return found
+
+
+def test_a_damaged_file_names_the_file_and_the_offset(spark, fixtures_dir: Path) -> None:
+    damaged = str(fixtures_dir / DAMAGED)
+    with pytest.raises(Exception) as caught:
+        read_columnar(spark, "tarantool-xlog", damaged, mode="FAILFAST").collect()
+    with pytest.raises(spark_logsource.errors.CorruptDataError) as ours:
+        spark_logsource.read("tarantool-xlog", damaged, mode="FAILFAST")
+    assert str(ours.value) in str(caught.value)  # the decoder's own message: file and offset
+    assert damaged in str(ours.value)
+
+
+def test_permissive_gives_the_corrupt_row(spark, fixtures_dir: Path) -> None:
+    damaged = str(fixtures_dir / DAMAGED)
+    opts = {"mode": "PERMISSIVE"}
+    ours = read_columnar(spark, "tarantool-xlog", damaged, **opts)
+    assert_same_rows(ours, spark.read.format("tarantool-xlog").options(**opts).load(damaged))
+    assert ours.where("_corrupt_record IS NOT NULL").count() >= 1
+
+
+@pytest.mark.parametrize(("mode", "said"), [
+    ("lie", "the worker said 'ok "),
+    ("die", "the Python worker failed"),
+    ("silent", "the Python worker failed"),
+])
+def test_a_worker_that_breaks_the_protocol_fails_the_task(spark, fixtures_dir: Path, mode: str, said: str) -> None:
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path, worker_module=f"tests.support.lying_pipe.{mode}")
+    with pytest.raises(Exception) as caught:
+        df.count()
+    assert said in str(caught.value)
+
+
+def test_formats_with_credentials_are_refused(spark) -> None:
+    with pytest.raises(OptionError, match="read_columnar reads log files"):
+        read_columnar(spark, "mysql-replication", "mysql://cdc@127.0.0.1:1", password="secret")
+
+
+def test_paths_with_credentials_are_refused(spark) -> None:
+    with pytest.raises(OptionError, match="credentials"):
+        read_columnar(spark, "mysql-binlog", "s3://key:secret@bucket/binlogs/")
