@@ -43,7 +43,6 @@ import json
 import logging
 import os
 import pstats
-import resource
 import shlex
 import shutil
 import subprocess
@@ -54,7 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_spark import jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
+from local_spark import cpu_seconds as _cpu_seconds  # the benchmarks/ folder is sys.path[0]
+from local_spark import jvm_pid, process_tree_cpu, register_prebuilt
 from mariadb_server import REPO, open_server, tcp_settings
 from peak_rss import peak_rss_kib
 
@@ -124,6 +124,19 @@ def _shape_values(shape: str, first: int, count: int) -> str:
         for n in range(first, first + count))
 
 
+#: The server's settings while a workload writes: full row images and metadata, CRC32, one file however large.
+WORKLOAD_SETTINGS = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
+                     "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
+
+
+def _one_binlog(server: MariaDBServer, workload: Callable[[MariaDBServer], None]) -> str:
+    """Run ``workload`` with :data:`WORKLOAD_SETTINGS` into a fresh binlog: the name of the one file it wrote."""
+    files = server.run_workload(workload, WORKLOAD_SETTINGS)
+    if len(files) != 1:
+        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
+    return str(files[0].name)
+
+
 def make_shape_workload(server: MariaDBServer, shape: str, rows: int) -> Workload:
     """An insert-only binlog of ``rows`` rows of the ``wide`` or ``narrow`` table (transactions of ~10 000 rows)."""
     ddl, per_statement = SHAPES[shape]
@@ -143,12 +156,7 @@ def make_shape_workload(server: MariaDBServer, shape: str, rows: int) -> Workloa
             if s % per_transaction == per_transaction - 1 or s == statements - 1:
                 srv.execute("COMMIT")
 
-    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
-                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
-    files = server.run_workload(workload, settings)
-    if len(files) != 1:
-        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
-    return Workload(files[0].name, per_statement=per_statement, **counts)
+    return Workload(_one_binlog(server, workload), per_statement=per_statement, **counts)
 
 
 BULK_DDL = ("CREATE TABLE bench.bulk (id INT NOT NULL PRIMARY KEY, created DATETIME(6) NOT NULL, "
@@ -177,12 +185,7 @@ def make_bulk_workload(server: MariaDBServer, rows: int) -> Workload:
             "name = CONCAT(name, ' (updated)'), qty = qty + 1 WHERE id % 5 = 0")
         srv.execute("COMMIT")
 
-    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
-                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
-    files = server.run_workload(workload, settings)
-    if len(files) != 1:
-        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
-    return Workload(files[0].name, per_statement=rows, **counts)
+    return Workload(_one_binlog(server, workload), per_statement=rows, **counts)
 
 
 def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workload:
@@ -218,12 +221,7 @@ def make_workload(server: MariaDBServer, rows: int, per_statement: int) -> Workl
             counts["deletes"] += srv.execute(f"DELETE FROM {TABLE} WHERE id >= {hi - step} AND id < {hi}")
             hi -= step
 
-    settings = {"binlog_row_metadata": "FULL", "binlog_row_image": "FULL", "binlog_checksum": "CRC32",
-                "log_bin_compress": "OFF", "max_binlog_size": 1 << 30}
-    files = server.run_workload(workload, settings)
-    if len(files) != 1:
-        raise RuntimeError(f"the workload wrote {len(files)} binlog files, expected 1: {files}")
-    return Workload(files[0].name, per_statement=per_statement, **counts)
+    return Workload(_one_binlog(server, workload), per_statement=per_statement, **counts)
 
 
 def prepare(workdir: Path, rows: int, per_statement: int, shape: str = "base") -> tuple[MariaDBServer, Workload]:
@@ -320,15 +318,13 @@ def spark_noop_decoding_free(path: Path, parts: int, cache_dir: Path) -> Callabl
 
     A data source of this benchmark yields the very batches ``mysql-binlog`` makes for ``path`` (same schema, same
     rows), decoded beforehand into an Arrow IPC file in ``cache_dir`` (the workload's folder) that each of
-    ``parts`` tasks memory-maps and yields a share of: the Python workers only hand batches over, so what is left
-    is Spark's own cost (the Arrow stream to the JVM, the conversion into rows) and ours is zero."""
+    ``parts`` tasks memory-maps and yields a share of (``local_spark.register_prebuilt``): the Python workers only
+    hand batches over, so what is left is Spark's own cost (the Arrow stream to the JVM, the conversion into rows)
+    and ours is zero."""
     import pyarrow as pa
     from pyspark.sql import SparkSession
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     import spark_logsource
-    from spark_logsource.api import make_format
-    from spark_logsource.spark.schema import spark_schema
 
     arrow_path = cache_dir / f"{path.name}.batches.arrow"
     if not arrow_path.exists():
@@ -338,36 +334,13 @@ def spark_noop_decoding_free(path: Path, parts: int, cache_dir: Path) -> Callabl
             writer.write_batch(first)
             for batch in batches:
                 writer.write_batch(batch)
-    schema = spark_schema(make_format("mysql-binlog", [str(path)], {}).schema())
-    where = str(arrow_path)
-
-    class PrebuiltReader(DataSourceReader):
-        def partitions(self) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(parts)]
-
-        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
-            reader = pa.ipc.open_file(pa.memory_map(where))
-            n = reader.num_record_batches
-            for i in range(partition.value * n // parts, (partition.value + 1) * n // parts):
-                yield reader.get_batch(i)
-
-    class Prebuilt(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench-prebuilt-batches"
-
-        def schema(self):  # type: ignore[no-untyped-def]
-            return schema
-
-        def reader(self, schema):  # type: ignore[no-untyped-def]
-            return PrebuiltReader()
-
     spark = SparkSession.getActiveSession()
     assert spark is not None, "spark_noop() starts the session first"
-    spark.dataSource.register(Prebuilt)
+    register_prebuilt(spark, parts)
 
     def run() -> int:
-        spark.read.format("bench-prebuilt-batches").load().write.format("noop").mode("overwrite").save()
+        spark.read.format("bench-prebuilt").option("path", str(arrow_path)).load().write.format("noop") \
+            .mode("overwrite").save()
         return -1
 
     return run
@@ -436,12 +409,6 @@ class Timing:
 
     wall: float
     cpu: float
-
-
-def _cpu_seconds() -> float:
-    own = time.process_time()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own + children.ru_utime + children.ru_stime
 
 
 def timed(label: str, action: Callable[[], int], expected_rows: int,

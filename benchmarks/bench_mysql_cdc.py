@@ -36,7 +36,6 @@ import datetime as dt
 import json
 import logging
 import os
-import shlex
 import shutil
 import statistics
 import sys
@@ -46,7 +45,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from local_spark import spark_cpu, timed, warm_spark_session  # the benchmarks/ folder is sys.path[0]
+from cdc_report import (  # the benchmarks/ folder is sys.path[0]
+    add_common_arguments,
+    command_line,
+    latency_table,
+    load_average,
+    peer_ratios,
+    setup,
+    throughput_table,
+    time_spark,
+)
+from local_spark import timed
 from mariadb_server import REPLICATION_PASSWORD, REPLICATION_USER, REPO, open_server
 
 from tests.support.servers.mariadb import MariaDBServer
@@ -205,24 +214,6 @@ def live_batch(server: MariaDBServer, workload: dict[str, Any]) -> int:
 
 
 
-def spark_batch(spark: Any, directory: Path) -> int:
-    spark.read.format("mysql-binlog").option("view", "table").option("table", TABLE).load(str(directory)) \
-        .write.format("noop").mode("overwrite").save()
-    return -1
-
-
-def spark_stream(spark: Any, directory: Path) -> int:
-    with tempfile.TemporaryDirectory(prefix="bench-cdc-ckpt-") as checkpoint:
-        query = (spark.readStream.format("mysql-binlog").option("view", "table").option("table", TABLE)
-                 .option("startingPosition", "earliest").load(str(directory))
-                 .writeStream.format("noop").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        return sum(int(p["numInputRows"]) for p in query.recentProgress)
-
-
-# -- timing ------------------------------------------------------------------------------------------------------
-
 
 # -- latency -----------------------------------------------------------------------------------------------------
 class TickWriter:
@@ -325,24 +316,13 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
 
 
 # -- report ------------------------------------------------------------------------------------------------------
-def _median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/spark-logsource-bench-cdc"))
     parser.add_argument("--rows", type=int, default=300_000, help="row changes of the table (at least)")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=25.0, help="length of each latency run")
-    parser.add_argument("--period", type=float, default=0.05, help="seconds between the latency writer's commits")
-    parser.add_argument("--trigger", type=float, default=1.0, help="Spark trigger / follow() poll, seconds")
-    parser.add_argument("--no-spark", action="store_true")
-    parser.add_argument("--no-latency", action="store_true")
+    add_common_arguments(parser, seconds=25.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    setup()
 
     server, workload, copies = prepare(args.workdir, args.rows)
     n = workload["rows"]
@@ -360,14 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             results.setdefault("live batch", []).append(timed("live batch", lambda: live_batch(server, workload), n))
             results.setdefault("live", []).append(timed("live", lambda: live_stream(server, workload), n))
         if not args.no_spark:
-            spark = warm_spark_session()
-            spark_batch(spark, copies)  # warm-up: the Python workers start, the JVM compiles
-            cpu = spark_cpu(spark)
-            for _ in range(args.repeat):
-                results.setdefault("spark batch", []).append(
-                    timed("spark batch", lambda: spark_batch(spark, copies), n, cpu))
-                results.setdefault("spark stream", []).append(
-                    timed("spark stream", lambda: spark_stream(spark, copies), n, cpu))
+            spark = time_spark(results, "mysql-binlog", copies, {"view": "table", "table": TABLE}, n, args.repeat)
         if not args.no_latency:
             latency["follow"] = follow_latency(server, args.seconds, args.period, args.trigger)
             if spark is not None:
@@ -377,9 +350,13 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
         server.stop()
 
-    command = "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]])
-    print(report(results, latency, workload, files, command, args))
+    print(report(results, latency, workload, files, command_line(__file__, REPO), args))
     return 0
+
+
+#: Each reader's peer: the one it is divided by in the same repetition.
+PEERS = {"batch": "batch", "tail": "batch", "live batch": "batch", "live": "live batch", "spark batch": "spark batch",
+         "spark stream": "spark batch"}
 
 
 def report(results: dict[str, list[tuple[float, float]]], latency: dict[str, list[float]],
@@ -401,46 +378,25 @@ def report(results: dict[str, list[tuple[float, float]]], latency: dict[str, lis
         f"updates, {workload['deletes']:,} deletes; 10 columns: INT, BIGINT, SMALLINT, VARCHAR, DECIMAL, "
         f"DATETIME(6), TEXT, TINYINT UNSIGNED, DOUBLE, JSON; transactions of 2–4 statements), {len(files)} "
         f"binlogs, {size_mb:.1f} MB, MariaDB 10.11, binlog_row_metadata=FULL, CRC32. {os.cpu_count()} cores, "
-        f"load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())} at the end.",
+        f"load average {load_average()} at the end.",
         "",
         f"Command: `{command}`",
         "",
-        "| reader | wall s (median) | CPU s (median) | rows/s | × its peer, wall (median; each run) "
-        "| × its peer, CPU (median; each run) |",
-        "|---|---:|---:|---:|---:|---:|",
+        *throughput_table(results, labels, PEERS, n, "rows"),
     ]
-    for key, label in labels.items():
-        if key not in results:
-            continue
-        runs = results[key]
-        peer = results["spark batch" if key.startswith("spark") else "live batch" if key == "live" else "batch"]
-        wall = _median([w for w, _c in runs])
-        cpu = _median([c for _w, c in runs])
-        ratios = [p[0] / r[0] for r, p in zip(runs, peer, strict=True)]
-        cpu_ratios = [p[1] / r[1] for r, p in zip(runs, peer, strict=True)]
-        lines.append(f"| {label} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {_median(ratios):.2f} "
-                     f"({', '.join(f'{x:.2f}' for x in ratios)}) | {_median(cpu_ratios):.2f} "
-                     f"({', '.join(f'{x:.2f}' for x in cpu_ratios)}) |")
     if "live" in results:
-        direct = [b[0] / r[0] for r, b in zip(results["live"], results["batch"], strict=True)]
-        lines += ["", f"The live stream against the file batch (the issue's peer), wall: {_median(direct):.2f} "
-                      f"({', '.join(f'{x:.2f}' for x in direct)})."]
+        direct, _cpu = peer_ratios(results["live"], results["batch"])
+        lines += ["", "The live stream against the file batch (the issue's peer), wall: "
+                      f"{statistics.median(direct):.2f} ({', '.join(f'{x:.2f}' for x in direct)})."]
     lines += ["", "¹ this process only: the server's dump threads and the driver's DDL dump run in "
                   "mariadbd, not counted. ² this process, the JVM and its Python workers (from /proc)."]
     if latency:
         lines += ["", f"Commit-to-row latency: one row per transaction every {args.period:g} s for "
-                      f"{args.seconds:g} s, the row's DATETIME(6) set from the client clock just before COMMIT.",
-                  "", "| reader | rows | p50 s | p95 s | p99 s | max s |", "|---|---:|---:|---:|---:|---:|"]
+                      f"{args.seconds:g} s, the row's DATETIME(6) set from the client clock just before COMMIT.", ""]
         names = {"follow": f"`follow(\"mysql-replication\", view=\"table\", poll_interval={args.trigger:g})`",
                  "spark": f"Spark `readStream`, `trigger(processingTime=\"{args.trigger:g} second\")`, "
                           "`foreachBatch`"}
-        for key, delays in latency.items():
-            if not delays:
-                lines.append(f"| {names[key]} | 0 | | | | |")
-                continue
-            p50, p95, p99 = percentiles(delays)
-            lines.append(f"| {names[key]} | {len(delays):,} | {p50:.3f} | {p95:.3f} | {p99:.3f} "
-                         f"| {max(delays):.3f} |")
+        lines += latency_table(latency, names, percentiles)
     return "\n".join(lines)
 
 

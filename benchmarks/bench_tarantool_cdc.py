@@ -44,7 +44,6 @@ import json
 import logging
 import os
 import pstats
-import shlex
 import shutil
 import statistics
 import sys
@@ -58,7 +57,16 @@ from typing import Any, cast
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from local_spark import spark_cpu, timed, warm_spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
+from cdc_report import (  # noqa: E402  (the benchmarks/ folder is sys.path[0])
+    add_common_arguments,
+    command_line,
+    latency_table,
+    load_average,
+    setup,
+    throughput_table,
+    time_spark,
+)
+from local_spark import timed  # noqa: E402
 
 from tests.support.servers.tarantool_live import LiveTarantool  # noqa: E402
 
@@ -193,25 +201,8 @@ def apply_all(spec: Any, changes: Any, expected_rows: int) -> Callable[[], int]:
 
 
 
-def spark_batch(spark: Any, directory: Path) -> int:
-    spark.read.format("tarantool-xlog").option("view", "space").option("space", SPACE).load(str(directory)) \
-        .write.format("noop").mode("overwrite").save()
-    return -1
-
-
-def spark_stream(spark: Any, directory: Path) -> int:
-    with tempfile.TemporaryDirectory(prefix="bench-tcdc-ckpt-") as checkpoint:
-        query = (spark.readStream.format("tarantool-xlog").option("view", "space").option("space", SPACE)
-                 .option("startingPosition", "earliest").load(str(directory))
-                 .writeStream.format("noop").option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
-        query.awaitTermination()
-        return sum(int(p["numInputRows"]) for p in query.recentProgress)
-
 
 # -- timing ------------------------------------------------------------------------------------------------------
-
-
 def profiled(label: str, action: Callable[[], int], top: int = 18) -> str:
     profile = cProfile.Profile()
     profile.enable()
@@ -321,17 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--rows", type=int, default=200_000, help="changes of the space (at least)")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=20.0, help="length of each latency run")
-    parser.add_argument("--period", type=float, default=0.05, help="seconds between the latency writer's commits")
-    parser.add_argument("--trigger", type=float, default=1.0, help="Spark trigger / follow() poll, seconds")
-    parser.add_argument("--no-spark", action="store_true")
-    parser.add_argument("--no-latency", action="store_true")
+    add_common_arguments(parser, seconds=20.0)
     parser.add_argument("--profile", action="store_true", help="cProfile one run of each stream and the apply")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    setup()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-tarantool-cdc-"))
     shutil.rmtree(workdir / "srv", ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -365,14 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             profiles.append(profiled("the live stream (follow)", lambda: live_follow(server, before)))
             profiles.append(profiled("apply_changes over the whole workload", apply))
         if not args.no_spark:
-            spark = warm_spark_session()
-            spark_batch(spark, copies)  # warm-up: the Python workers start, the JVM compiles
-            cpu = spark_cpu(spark)
-            for _ in range(args.repeat):
-                results.setdefault("spark batch", []).append(
-                    timed("spark batch", lambda: spark_batch(spark, copies), n, cpu))
-                results.setdefault("spark stream", []).append(
-                    timed("spark stream", lambda: spark_stream(spark, copies), n, cpu))
+            spark = time_spark(results, "tarantool-xlog", copies, {"view": "space", "space": SPACE}, n, args.repeat)
         if not args.no_latency:
             latency["follow"] = follow_latency(server, args.seconds, args.period, args.trigger, 1)
             if spark is not None:
@@ -382,8 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
         server.stop()
 
-    command = "python3 " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__, REPO), *sys.argv[1:]])
-    print(report(results, latency, workload, command, args))
+    print(report(results, latency, workload, command_line(__file__, REPO), args))
     for text in profiles:
         print()
         print(text)
@@ -413,45 +389,22 @@ def report(results: dict[str, list[tuple[float, float]]], latency: dict[str, lis
         f"{STATEMENTS_PER_TXN} statements; 11 fields: unsigned, string (unique secondary index), integer, number, "
         f"boolean, decimal, uuid, map, array, nullable string, number), {workload['live']:,} tuples at the end; "
         f"{len(files)} xlog file(s), {size_mb:.1f} MB, Tarantool 2.6. {os.cpu_count()} cores, load average "
-        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} at the end.",
+        f"{load_average()} at the end.",
         "",
         f"Command: `{command}`",
         "",
-        "| reader | wall s (median) | CPU s (median) | changes/s | × its peer, wall (median; each run) "
-        "| × its peer, CPU (median; each run) |",
-        "|---|---:|---:|---:|---:|---:|",
+        *throughput_table(results, labels, peers, n, "changes"),
     ]
-    for key, label in labels.items():
-        if key not in results:
-            continue
-        runs = results[key]
-        wall = statistics.median([w for w, _c in runs])
-        cpu = statistics.median([u for _w, u in runs])
-        ratio_cells = "— | —"
-        if key in peers:
-            peer = results[peers[key]]
-            ratios = [p[0] / r[0] for r, p in zip(runs, peer, strict=True)]
-            cpu_ratios = [p[1] / r[1] for r, p in zip(runs, peer, strict=True)]
-            ratio_cells = (f"{statistics.median(ratios):.2f} ({', '.join(f'{x:.2f}' for x in ratios)}) | "
-                           f"{statistics.median(cpu_ratios):.2f} ({', '.join(f'{x:.2f}' for x in cpu_ratios)})")
-        lines.append(f"| {label} | {wall:.2f} | {cpu:.2f} | {n / wall:,.0f} | {ratio_cells} |")
     lines += ["", "¹ this process only: the server's relay runs in tarantool, not counted. ² this process, the JVM "
                   "and its Python workers (from /proc)."]
     if latency:
         lines += ["", f"Commit-to-row latency: one row per transaction every {args.period:g} s for "
                       f"{args.seconds:g} s into space `{TICKS}`, its field `committed` = `clock.time()` at the "
-                      "insert.", "",
-                  "| reader | rows | p50 s | p95 s | p99 s | max s |", "|---|---:|---:|---:|---:|---:|"]
+                      "insert.", ""]
         names = {"follow": f'`follow("tarantool-replication", view="space", poll_interval={args.trigger:g})`',
                  "spark": f'Spark `readStream.format("tarantool-replication")`, `view=space`, '
                           f'`trigger(processingTime="{args.trigger:g} second")`, `foreachBatch`'}
-        for key, delays in latency.items():
-            if len(delays) < 2:
-                lines.append(f"| {names[key]} | {len(delays)} | | | | |")
-                continue
-            p50, p95, p99 = percentiles(delays)
-            lines.append(f"| {names[key]} | {len(delays):,} | {p50:.3f} | {p95:.3f} | {p99:.3f} "
-                         f"| {max(delays):.3f} |")
+        lines += latency_table(latency, names, percentiles)
         if TRIGGERS:
             parts = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets", "triggerExecution")
             cells = [f"{k} {statistics.median(d.get(k, 0) for d in TRIGGERS) / 1000:.2f} / "

@@ -83,3 +83,39 @@ def timed(label: str, action, expected: int, cpu=cpu_seconds) -> tuple[float, fl
         raise SystemExit(f"{label}: {counted} rows, expected {expected}")
     logging.getLogger("bench").info("%s: %.2f s wall, %.2f s CPU (%.0f rows/s)", label, wall, used, expected / wall)
     return wall, used
+
+
+def register_prebuilt(spark, parts: int) -> None:
+    """Data source ``bench-prebuilt``: option ``path`` names an Arrow IPC file; each of ``parts`` tasks memory-maps it
+    and yields its share of the batches as they are (no decoding, no copy), so what a read of it costs is Spark's
+    own part: the Arrow stream to the JVM and the conversion into rows."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from spark_logsource.spark.schema import spark_schema
+
+    class PrebuiltReader(DataSourceReader):
+        def __init__(self, where: str) -> None:
+            self.where = where
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(parts)]
+
+        def read(self, partition: InputPartition):
+            reader = pa.ipc.open_file(pa.memory_map(self.where))
+            n = reader.num_record_batches
+            for i in range(partition.value * n // parts, (partition.value + 1) * n // parts):
+                yield reader.get_batch(i)
+
+    class Prebuilt(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench-prebuilt"
+
+        def schema(self):
+            return spark_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
+
+        def reader(self, schema):
+            return PrebuiltReader(self.options["path"])
+
+    spark.dataSource.register(Prebuilt)

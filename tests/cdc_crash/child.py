@@ -3,7 +3,7 @@
 It reads one source with ``spark.readStream`` and keeps a Delta table (delta-rs) with the recipe of the docs in its
 ``foreachBatch``: ``view=table`` of MySQL through ``flat_view`` and ``merge_into_delta`` (docs/cdc.md), ``view=space``
 of a Tarantool WAL directory through ``apply_changes`` and one MERGE with the high-water mark (docs/tarantool-cdc.md,
-``delta_space.py``).
+``tests/support/delta_space.py``).
 A column the source gained since the target was created is added to the target first, as docs/cdc.md says a user
 must. After each batch's MERGE it writes ``batches/<id>.json`` (what the batch held) and appends to ``attempts.log``,
 so the test waits for states of the job and kills it (SIGKILL of its process group: the JVM dies with it).
@@ -46,22 +46,6 @@ def _session() -> Any:
     return session
 
 
-def _add_missing_columns(path: str, schema: pa.Schema) -> None:
-    """ALTER TABLE … ADD COLUMN on the target for each column of ``schema`` it lacks (nullable: older rows have
-    none)."""
-    from deltalake import DeltaTable
-    from deltalake.schema import Field
-
-    if not DeltaTable.is_deltatable(path):
-        return
-    target = DeltaTable(path)
-    stored = {f.name for f in target.schema().fields}
-    missing = [f for f in schema if f.name not in stored]
-    if missing:
-        log.info("adding the columns %s to the target", [f.name for f in missing])
-        target.alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in missing])
-
-
 class Recorder:
     """The job's traces for the test: one file per batch (rewritten when Spark runs it again) and every attempt."""
 
@@ -83,13 +67,14 @@ class Recorder:
 
 def mysql_sink(job: dict[str, Any], recorder: Recorder) -> Any:
     from spark_logsource.cdc import flat_view, merge_into_delta, spark_to_arrow
+    from tests.support.delta_space import add_missing_columns
 
     target, keys = job["target"], job["keys"]
 
     def upsert(batch_df: Any, batch_id: int) -> None:
         flat = spark_to_arrow(flat_view(batch_df, keys))
         if flat.num_rows:
-            _add_missing_columns(target, flat.drop_columns(["op"]).schema)
+            add_missing_columns(target, flat.drop_columns(["op"]).schema)
             merge_into_delta(target, flat, keys)
         recorder.record(batch_id, flat)
 
@@ -99,7 +84,7 @@ def mysql_sink(job: dict[str, Any], recorder: Recorder) -> Any:
 def tarantool_sink(job: dict[str, Any], recorder: Recorder) -> Any:
     from spark_logsource.cdc import spark_to_arrow
     from spark_logsource.tarantool.table.apply import space_spec
-    from tests.cdc_crash.delta_space import apply_batch
+    from tests.support.delta_space import apply_batch
 
     target = Path(job["target"])
 

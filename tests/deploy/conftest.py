@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mysql_cdc.conftest import create_table
-from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, StreamServer
+from tests.mysql_stream.conftest import StreamServer
 from tests.support.deploy import Dataset, make_bulk_xlog, small_datasets
+from tests.support.mysql_cdc import create_table
+from tests.support.servers.mariadb_stream import replica_user_server
 from tests.support.servers.spark_standalone import StandaloneCluster, wait_for_executors
 
 #: The markers of the groups that each need a pytest process of their own.
@@ -108,18 +108,7 @@ PIPELINE_TABLE = "cdc.p"
 @pytest.fixture(scope="module")
 def pipeline_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServer]:
     """A MariaDB 10.11 of its own for ``spark-pipelines run`` (as ``tests/mysql_cdc``'s): the replication account
-    with SELECT on the database, and the table ``cdc.p`` (the columns of ``tests/mysql_cdc``'s writer)."""
-    server = StreamServer(Path(tmp_path_factory.mktemp("mariadb-pipelines")))
-    try:
-        server.start()
-    except Exception as exc:
-        pytest.fail(f"cannot start mariadbd: {exc}")
-    try:
-        server.execute(f"CREATE USER '{CDC_USER}'@'%' IDENTIFIED BY '{CDC_PASSWORD}'")
-        server.execute(f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{CDC_USER}'@'%'")
-        server.execute("CREATE DATABASE cdc")
-        server.execute(f"GRANT SELECT ON cdc.* TO '{CDC_USER}'@'%'")
+    with SELECT on the database, and the table ``cdc.p`` (the columns of :mod:`tests.support.mysql_cdc`)."""
+    with replica_user_server(tmp_path_factory, "mariadb-pipelines", "cdc") as server:
         create_table(server, PIPELINE_TABLE)
         yield server
-    finally:
-        server.stop()

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from tests.deploy.conftest import PIPELINE_TABLE
-from tests.mysql_cdc.conftest import TableWriter, rebuild
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+from tests.support.mysql_cdc import TableWriter, assert_same_table, rebuild, server_rows
 from tests.support.waiting import QUERY_TIMEOUT
 
 pytestmark = [pytest.mark.pipelines, pytest.mark.server]
@@ -87,26 +87,8 @@ class Pipeline:
         return rows
 
 
-def _server_rows(server: StreamServer) -> dict[Any, dict[str, Any]]:
-    import pymysql.cursors
-
-    conn = pymysql.connect(unix_socket=str(server.socket_path), user="root", cursorclass=pymysql.cursors.DictCursor)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {PIPELINE_TABLE}")
-            return {r["id"]: r for r in cur.fetchall()}
-    finally:
-        conn.close()
-
-
 def _assert_same_table(changes: list[dict[str, Any]], server: StreamServer) -> None:
-    table = rebuild(changes)
-    expected = _server_rows(server)
-    assert table.keys() == expected.keys()
-    for key, row in expected.items():
-        got = table[key]
-        assert all(got[k] == v for k, v in row.items() if k != "at"), (key, got, row)
-        assert got["at"].replace(tzinfo=None) == row["at"], (key, got["at"], row["at"])
+    assert_same_table(rebuild(changes), server_rows(server, PIPELINE_TABLE))
 
 
 def _succeeded(run: Run) -> None:

@@ -21,8 +21,9 @@ from spark_logsource.api import make_format
 from spark_logsource.errors import AuthenticationError, DataLossError, LogSourceError, SourceError
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.streaming.stream import LogStream, Offset, ReadBudget, offset_json
-from tests.mysql_cdc.conftest import TableWriter, create_table, drive, rebuild
+from tests.mysql_cdc.conftest import drive
 from tests.mysql_stream.conftest import CDC_PASSWORD, CDC_USER, StreamServer
+from tests.support.mysql_cdc import TableWriter, create_table, rebuild
 
 #: Accounts missing one privilege each, with passwords of their own (all are looked for in every text).
 NO_SELECT = ("nosel", "Nosel-pw_7731")

@@ -12,8 +12,9 @@ import spark_logsource
 from spark_logsource.api import make_format
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.streaming.stream import Offset, ReadBudget
-from tests.mysql_cdc.conftest import TableWriter, create_table, drive, rebuild
+from tests.mysql_cdc.conftest import drive
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+from tests.support.mysql_cdc import create_table, rebuild, table_in_new_binlog
 
 
 def _options(server: StreamServer, table: str, start: str, server_id: str) -> dict[str, str]:
@@ -50,10 +51,7 @@ def _at(offset: Offset) -> tuple[str, int]:
 
 
 def test_an_idle_table_offset_follows_the_server_end_and_survives_a_purge(cdc_server: StreamServer) -> None:
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.idle")
-    writer = TableWriter(cdc_server, "cdc.idle", seed=31)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.idle", seed=31)
     writer.transactions(5)
     stream = make_format("mysql-replication", cdc_server.uri, _options(
         cdc_server, "cdc.idle", json.dumps({"file": first, "pos": 4}), "4900")).stream()

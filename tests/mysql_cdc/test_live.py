@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from spark_logsource.api import make_format
-from tests.mysql_cdc.conftest import TableWriter, create_table, drive, rebuild
+from tests.mysql_cdc.conftest import drive
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+from tests.support.mysql_cdc import rebuild, table_in_new_binlog
 
 
 def _stream(server: StreamServer, table: str, first: str) -> Any:
@@ -19,10 +20,7 @@ def _stream(server: StreamServer, table: str, first: str) -> Any:
 
 
 def test_truncate_rename_table_and_drop(cdc_server: StreamServer) -> None:
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.v")
-    writer = TableWriter(cdc_server, "cdc.v", seed=8)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.v", seed=8)
     writer.transactions(10)
     stream = _stream(cdc_server, "cdc.v", first)
     start = stream.initial_offset()
@@ -51,10 +49,7 @@ def test_truncate_rename_table_and_drop(cdc_server: StreamServer) -> None:
 def test_batch_read_of_a_live_range_equals_the_files(cdc_server: StreamServer) -> None:
     import spark_logsource
 
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.b")
-    writer = TableWriter(cdc_server, "cdc.b", seed=17)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.b", seed=17)
     writer.transactions(8)
     cdc_server.execute("ALTER TABLE cdc.b ADD COLUMN note VARCHAR(10)")
     writer.transactions(4)
@@ -80,10 +75,7 @@ def test_the_drivers_ddl_dump_finds_what_show_binlog_events_lists(cdc_server: St
     from spark_logsource.mysql.stream.client import ReplicationClient, parse_uri
     from spark_logsource.mysql.table.stream import dump_statements, shown_statements
 
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.w")
-    writer = TableWriter(cdc_server, "cdc.w", seed=21)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.w", seed=21)
     writer.transactions(5)
     cdc_server.execute("ALTER TABLE cdc.w ADD COLUMN extra INT")
     cdc_server.flush_logs()

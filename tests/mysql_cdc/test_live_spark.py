@@ -12,44 +12,21 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from tests.mysql_cdc.conftest import TableWriter, create_table, rebuild
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
-from tests.support.streaming import run_available_now
+from tests.support.mysql_cdc import (
+    assert_same_table,
+    rebuild,
+    server_rows,
+    table_in_new_binlog,
+)
+from tests.support.streaming import ArrowSink, run_available_now
 from tests.support.waiting import expect
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
 
-class Sink:
-    """A foreachBatch sink keyed by batch id (a re-run batch replaces its first attempt)."""
-
-    def __init__(self) -> None:
-        self.batches: dict[int, list[dict[str, Any]]] = {}
-
-    def __call__(self, df: Any, batch_id: int) -> None:
-        self.batches[batch_id] = df.toArrow().to_pylist()
-
-    def rows(self) -> list[dict[str, Any]]:
-        return [r for _id, rows in sorted(self.batches.items()) for r in rows]
-
-
-def _server_rows(server: StreamServer, table: str) -> dict[Any, dict[str, Any]]:
-    import pymysql.cursors
-
-    conn = pymysql.connect(unix_socket=str(server.socket_path), user="root", cursorclass=pymysql.cursors.DictCursor)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {table}")
-            return {r["id"]: r for r in cur.fetchall()}
-    finally:
-        conn.close()
-
-
 def test_live_add_column_stops_then_restart_goes_on(spark: Any, cdc_server: StreamServer, tmp_path: Path) -> None:
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.l")
-    writer = TableWriter(cdc_server, "cdc.l", seed=21)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.l", seed=21)
     writer.transactions(30)
     cdc_server.flush_logs()
     writer.transactions(30)
@@ -61,7 +38,7 @@ def test_live_add_column_stops_then_restart_goes_on(spark: Any, cdc_server: Stre
                 .option("password", CDC_PASSWORD).option("serverId", "4600").option("view", "table")
                 .option("table", "cdc.l").option("startingPosition", start).option("maxBytesPerTrigger", "4k"))
 
-    sink = Sink()
+    sink = ArrowSink()
     run_available_now(reader().load(), checkpoint, sink, timeout=300)
     before = sink.rows()
     assert len(before) > 60 and len(sink.batches) > 1
@@ -105,10 +82,4 @@ def test_live_add_column_stops_then_restart_goes_on(spark: Any, cdc_server: Stre
                                  view="table", table="cdc.l").to_pylist()
     assert sorted(seqs) == sorted(r["seq"] for r in batch)
     assert sorted(seqs) == seqs or len(sink.batches) > 1
-    table = rebuild(rows)
-    server = _server_rows(cdc_server, "cdc.l")
-    assert table.keys() == server.keys()
-    for key, row in server.items():
-        got = table[key]
-        assert all(got.get(k) == v for k, v in row.items() if k != "at"), (key, got, row)
-        assert got["at"] is None or got["at"].replace(tzinfo=None) == row["at"] or got["at"] == row["at"]
+    assert_same_table(rebuild(rows), server_rows(cdc_server, "cdc.l"))

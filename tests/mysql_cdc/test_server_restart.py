@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 import spark_logsource
-from tests.mysql_cdc.conftest import TableWriter, create_table, rebuild
-from tests.mysql_cdc.test_live_spark import Sink
 from tests.mysql_stream.conftest import CDC_PASSWORD, StreamServer
+from tests.support.mysql_cdc import rebuild, table_in_new_binlog
 from tests.support.servers.mariadb_stream import replica_user_server
 from tests.support.servers.standin import PortStandIn
+from tests.support.streaming import ArrowSink
 from tests.support.waiting import expect
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
@@ -30,12 +30,9 @@ def cdc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamServe
 
 
 def test_a_typed_query_rides_through_a_server_restart(spark: Any, cdc_server: StreamServer, tmp_path: Path) -> None:
-    cdc_server.flush_logs()
-    first = cdc_server.binlog_files()[-1].name
-    create_table(cdc_server, "cdc.r")
-    writer = TableWriter(cdc_server, "cdc.r", seed=33)
+    first, writer = table_in_new_binlog(cdc_server, "cdc.r", seed=33)
     writer.transactions(20)
-    sink = Sink()
+    sink = ArrowSink()
     df = (spark.readStream.format("mysql-replication").option("uri", cdc_server.uri)
           .option("password", CDC_PASSWORD).option("serverId", "4650").option("view", "table")
           .option("table", "cdc.r").option("reconnectTimeout", "120")

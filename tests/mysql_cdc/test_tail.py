@@ -9,8 +9,9 @@ from typing import Any
 import spark_logsource
 from spark_logsource.api import make_format
 from spark_logsource.streaming.stream import ReadBudget
-from tests.mysql_cdc.conftest import TableWriter, create_table, drive, rebuild
+from tests.mysql_cdc.conftest import drive
 from tests.mysql_stream.conftest import StreamServer
+from tests.support.mysql_cdc import TableWriter, assert_same_table, create_table, rebuild, server_rows
 
 
 def _stream(server: StreamServer, table: str, **options: Any) -> Any:
@@ -18,25 +19,9 @@ def _stream(server: StreamServer, table: str, **options: Any) -> Any:
     return make_format("mysql-binlog", str(server.binlog_dir), opts).stream()
 
 
-def _server_rows(server: StreamServer, table: str) -> dict[Any, dict[str, Any]]:
-    import pymysql.cursors
-
-    conn = pymysql.connect(unix_socket=str(server.socket_path), user="root", cursorclass=pymysql.cursors.DictCursor)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {table}")
-            return {r["id"]: r for r in cur.fetchall()}
-    finally:
-        conn.close()
-
-
 def _closed_binlogs(server: StreamServer) -> list[str]:
     server.flush_logs()
     return [str(p) for p in server.binlog_files()[:-1]]
-
-
-def _same(stream_row: dict[str, Any], server_row: dict[str, Any]) -> bool:
-    return all(stream_row.get(k) == v for k, v in server_row.items())
 
 
 def test_rename_column_stops_and_restart_goes_on_exactly_once(cdc_server: StreamServer) -> None:
@@ -74,13 +59,9 @@ def test_rename_column_stops_and_restart_goes_on_exactly_once(cdc_server: Stream
     batch = spark_logsource.read("mysql-binlog", _closed_binlogs(cdc_server), view="table",
                                  table="cdc.r").to_pylist()
     assert sorted(seqs) == sorted(r["seq"] for r in batch)  # the same changes as the batch view
-    table = rebuild(streamed)
-    server = _server_rows(cdc_server, "cdc.r")
-    assert table.keys() == server.keys()
-    for key, row in server.items():
-        got = dict(table[key])
-        got["label"] = got.get("label") or got.pop("name")  # a row last written before the rename
-        assert _same(got, row), (key, got, row)
+    # a row last written before the rename has its text under the old name
+    table = {k: {**r, "label": r.get("label") or r.get("name")} for k, r in rebuild(streamed).items()}
+    assert_same_table(table, server_rows(cdc_server, "cdc.r"))
 
 
 def test_truncate_is_a_row_and_seq_increases_across_rotations(cdc_server: StreamServer) -> None:
@@ -103,7 +84,7 @@ def test_truncate_is_a_row_and_seq_increases_across_rotations(cdc_server: Stream
     assert t["before"] is None and t["after"] is None and t["source"]["table"] == "s" and t["seq"] is not None
     seqs = [r["seq"] for r in rows]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)  # strictly increasing in log order
-    assert rebuild(rows).keys() == _server_rows(cdc_server, "cdc.s").keys()
+    assert rebuild(rows).keys() == server_rows(cdc_server, "cdc.s").keys()
     batch = spark_logsource.read("mysql-binlog", _closed_binlogs(cdc_server), view="table",
                                  table="cdc.s").to_pylist()
     assert [r["op"] for r in batch].count("t") == 1

@@ -6,12 +6,12 @@ transactions."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.support.mysql_cdc import MySQLWriterThread
 from tests.support.servers.mariadb_stream import (  # noqa: F401  (the names the streaming tests import from here)
     CDC_PASSWORD,
     CDC_USER,
@@ -19,9 +19,6 @@ from tests.support.servers.mariadb_stream import (  # noqa: F401  (the names the
     StreamServer,
     replica_user_server,
 )
-from tests.support.writer_thread import WriterThread
-
-log = logging.getLogger(__name__)
 
 #: Modules that get a server of their own, and why (the shared one is lent to the others).
 OWN_SERVER = {
@@ -32,7 +29,7 @@ OWN_SERVER = {
 }
 
 
-class Writer(WriterThread):
+class Writer(MySQLWriterThread):
     """A thread that keeps committing multi-row and multi-statement transactions until stopped."""
 
     name = "binlog-writer"
@@ -59,22 +56,6 @@ class Writer(WriterThread):
                 cur.execute("INSERT INTO other.log (msg) VALUES (%s)", (f"tx {self.transactions}",))
             cur.execute("COMMIT")
         self.transactions += 1
-
-    def _run(self) -> None:
-        import pymysql
-
-        try:
-            conn = pymysql.connect(unix_socket=str(self.server.socket_path), user="root", autocommit=True)
-            try:
-                while not self._stop.is_set():
-                    self.run_once(conn)
-                    if self.pause:
-                        self._stop.wait(self.pause)
-            finally:
-                conn.close()
-        except BaseException as exc:  # reported by stop()
-            log.exception("writer failed")
-            self.error = exc
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Helpers of the streaming tests: the rows that identify a streamed row, the batch reader's oracle, and an
-``availableNow`` query run to its end."""
+"""Helpers of the streaming tests: the rows that identify a streamed row, the batch reader's oracle, an
+``availableNow`` query run to its end, and ``foreachBatch`` sinks."""
 
 from __future__ import annotations
 
@@ -57,3 +57,18 @@ class BatchSink:
         """Every committed row, batch after batch, each batch in the order Spark gave it (sorted: ``sort_rows``)."""
         rows = [r for b in sorted(self.batches) for r in self.batches[b]]
         return sorted(rows) if self.sort_rows else rows
+
+
+class ArrowSink:
+    """A ``foreachBatch`` sink keyed by batch id (a re-run batch replaces its first attempt), each batch's rows as
+    dicts of the batch's Arrow table (nested columns as dicts)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, list[dict[str, Any]]] = {}
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        self.batches[batch_id] = df.toArrow().to_pylist()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every committed row, batch after batch."""
+        return [r for _id, rows in sorted(self.batches.items()) for r in rows]

@@ -26,8 +26,11 @@ class WriterThread:
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
     def __enter__(self) -> Any:
-        self._thread.start()
+        self.start()
         return self
+
+    def start(self) -> None:
+        self._thread.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -44,6 +47,10 @@ class WriterThread:
             raise AssertionError(f"the writer committed {self.transactions} of {transactions} transactions")
         if self.error is not None:
             raise AssertionError(f"the writer failed: {self.error}")
+
+    def wait_more(self, transactions: int) -> None:
+        """Until ``transactions`` more are committed than now (an amount, not a time)."""
+        self.wait_for(self.transactions + transactions)
 
     def _run(self) -> None:
         raise NotImplementedError

@@ -15,9 +15,9 @@ from deltalake import DeltaTable
 
 import spark_logsource
 from spark_logsource.tarantool.table.apply import apply_changes, space_spec
+from tests.support.delta_space import APP_ID, apply_batch
 from tests.support.servers.tarantool import WorkloadResult
 from tests.support.tarantool_typed import plain_row, row_mismatches
-from tests.tarantool_cdc.delta_target import APP_ID, apply_batch
 
 log = logging.getLogger(__name__)
 
