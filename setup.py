@@ -45,7 +45,7 @@ kernels = [
     _kernel("tarantool._frames"),
     _kernel("memcached._kernel", "_native", "memcached"),
     _kernel("mysql._kernel", "_native", "mysql", parts=("values", "plans", "images", "typed", "runs", "text")),
-    _kernel("yugabyte._kernel", "_native", "yugabyte", parts=("specs", "proto")),
+    _kernel("yugabyte._kernel", "_native", "yugabyte", parts=("specs", "proto", "writes", "tables")),
 ]
 kernels = [k for k in kernels if all((HERE / s).exists() for s in k.sources)]
 

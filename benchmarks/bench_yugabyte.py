@@ -6,7 +6,8 @@ preallocated zeros per copy do not dominate), then measures:
 
 - framing: every segment opened, every entry header and body CRC checked, nothing decoded (the limit);
 - ``iter_batches`` of the operations view and of the writes view (rows/s, and ops/s as a ratio to framing), with
-  the C kernel (``yugabyte/_kernel.c``: the operations view) and with the pure-Python reference
+  the C kernel (``yugabyte/_kernel.c``; the writes view's pairs in ``_kernel_writes.c``) and with the pure-Python
+  reference
   (``SPARK_LOGSOURCE_PURE_PYTHON=1``), side by side in one run;
 - ``spark.read.format("yugabyte-wal")`` on ``local[2]``, aggregating every row.
 

@@ -22,7 +22,8 @@ else
   selection=(-m "not spark" tests/kernels tests/tarantool/test_kernel.py tests/tarantool/test_kernel_maps.py
              tests/tarantool/test_bad_input.py tests/mysql/test_kernel.py tests/mysql/test_rows_run.py
              tests/mysql/test_bad_input.py tests/mysql_typed/test_typed_kernel.py tests/mysql_typed/test_json_kernel.py
-             tests/memcached/test_decode_property.py tests/mysql_snapshot/test_fast.py tests/yugabyte/test_kernel.py)
+             tests/memcached/test_decode_property.py tests/mysql_snapshot/test_fast.py tests/yugabyte/test_kernel.py
+             tests/yugabyte/test_kernel_writes.py)
 fi
 
 cd "$work"

@@ -19,10 +19,10 @@
 
 /* ---- rows ---- */
 
-static inline size_t nrows(const yb_rows *r) { return r->rows.len / sizeof(yb_row); }
-static inline yb_row *row_at(yb_rows *r, size_t k) { return (yb_row *)r->rows.data + k; }
-static inline uint64_t end_at(const yb_rows *r, int c, size_t k) { return ((const uint64_t *)r->ends[c].data)[k]; }
-static inline uint64_t start_at(const yb_rows *r, int c, size_t k) { return k ? end_at(r, c, k - 1) : 0; }
+#define nrows yb_nrows
+#define row_at yb_row_at
+#define end_at yb_end_at
+#define start_at yb_start_at
 
 int yb_row_value(yb_rows *r, int column, const uint8_t *s, size_t n)
 {
@@ -41,7 +41,7 @@ typedef struct {
 static void mark(const yb_rows *r, yb_mark *m)
 {
     m->rows = r->rows.len;
-    for (int c = 0; c < YC_COUNT; c++) {
+    for (int c = 0; c < r->ncols; c++) {
         m->data[c] = r->data[c].len;
         m->ends[c] = r->ends[c].len;
     }
@@ -50,7 +50,7 @@ static void mark(const yb_rows *r, yb_mark *m)
 static void truncate_to(yb_rows *r, const yb_mark *m)
 {
     r->rows.len = m->rows;
-    for (int c = 0; c < YC_COUNT; c++) {
+    for (int c = 0; c < r->ncols; c++) {
         r->data[c].len = m->data[c];
         r->ends[c].len = m->ends[c];
     }
@@ -66,8 +66,10 @@ typedef struct {
     size_t taken;      /* first released row not yet handed out */
     /* released rows not dropped nor handed out, and their bytes (whether a batch is due, without a walk) */
     unsigned long long held_rows, held_bytes;
-    int include_superseded, count_message;
+    int include_superseded, count_message, writes;
     long long max_pending;
+    long long pend; /* entries (not rows) settled and not yet released: reader.py's len(pending) */
+    yb_catalog cat; /* the writes view's schemas and index range */
 } Builder;
 
 static void Builder_dealloc(Builder *self)
@@ -78,16 +80,25 @@ static void Builder_dealloc(Builder *self)
         ls_buf_free(&self->r.ends[c]);
     }
     ls_buf_free(&self->head_sizes);
+    yb_catalog_free(&self->cat);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int Builder_init(Builder *self, PyObject *args, PyObject *kwds)
 {
-    static char *names[] = {"include_superseded", "max_pending", "count_message", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "pLp", names, &self->include_superseded, &self->max_pending,
-                                     &self->count_message))
+    static char *names[] = {"include_superseded", "max_pending", "count_message", "writes", "low", "high", NULL};
+    PyObject *low = Py_None, *high = Py_None;
+    self->writes = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "pLp|pOO", names, &self->include_superseded, &self->max_pending,
+                                     &self->count_message, &self->writes, &low, &high))
         return -1;
-    return 0;
+    self->r.ncols = self->writes ? YC_COUNT : YC_OPS;
+    self->cat.current = -1;
+    if (low != Py_None && ((self->cat.low = PyLong_AsLongLong(low)) != -1 || !PyErr_Occurred()))
+        self->cat.has_low = 1;
+    if (high != Py_None && ((self->cat.high = PyLong_AsLongLong(high)) != -1 || !PyErr_Occurred()))
+        self->cat.has_high = 1;
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 /* reader.py _supersede_from: every pending entry of an index at least `index` is superseded. */
@@ -107,27 +118,29 @@ static void release(Builder *self, size_t upto, int has_committed, int64_t commi
     while (self->head < upto) {
         yb_row *p = row_at(&self->r, self->head);
         int final = everything || (p->flags & (YR_SUPERSEDED | YR_CORRUPT)) || !(p->flags & YR_INDEX)
-                    || (has_committed && p->index <= committed)
-                    || (long long)(upto - self->head) > self->max_pending;
+                    || (has_committed && p->index <= committed) || self->pend > self->max_pending;
         if (!final)
             return;
-        if ((p->flags & YR_SUPERSEDED) && !self->include_superseded) {
+        if ((p->flags & YR_HIDDEN) || ((p->flags & YR_SUPERSEDED) && !self->include_superseded)) {
             p->flags |= YR_DROP;
         } else {
             self->held_rows++;
             self->held_bytes += p->size + ((const uint64_t *)self->head_sizes.data)[p->ctx];
         }
+        if (!self->writes || (p->flags & YR_LAST))
+            self->pend--;
         self->head++;
     }
 }
 
-/* reader.py _add for the entry at row k: supersede, append (it is there already), release. */
-static void settle_entry(Builder *self, size_t k, int has_committed, int64_t committed)
+/* reader.py _add for the entry whose rows are [first, last]: supersede, append (it is there already), release. */
+static void settle_entry(Builder *self, size_t first, size_t last, int has_committed, int64_t committed)
 {
-    yb_row *e = row_at(&self->r, k);
+    yb_row *e = row_at(&self->r, first);
     if (e->flags & YR_INDEX)
-        supersede_from(self, k, e->index);
-    release(self, k + 1, has_committed, committed, 0);
+        supersede_from(self, first, e->index);
+    self->pend++;
+    release(self, last + 1, has_committed, committed, 0);
 }
 
 static int64_t entry_committed(const yb_row *e, const yb_batch_info *info, int *has)
@@ -199,13 +212,16 @@ static PyObject *Builder_decode(Builder *self, PyObject *args)
         mark(&self->r, &m);
         size_t first = nrows(&self->r);
         yb_batch_info info;
-        rc = yb_decode_batch(body, length, base + (long long)pos, (int32_t)ctx, &self->r, &info);
+        rc = yb_decode_batch(body, length, base + (long long)pos, (int32_t)ctx, &self->r, &info,
+                             self->writes ? &self->cat : NULL);
         if (rc) {
             truncate_to(&self->r, &m);
             break;
         }
-        for (size_t k = first; k < nrows(&self->r); k++) {
-            yb_row *e = row_at(&self->r, k);
+        for (size_t k = first, a = first; k < nrows(&self->r); k++) {
+            if (self->writes && !(row_at(&self->r, k)->flags & YR_LAST))
+                continue; /* an entry's rows end at its LAST one */
+            yb_row *e = row_at(&self->r, a);
             if (e->flags & YR_INDEX) {
                 low = have && low < e->index ? low : e->index;
                 high = have && high > e->index ? high : e->index;
@@ -213,8 +229,9 @@ static PyObject *Builder_decode(Builder *self, PyObject *args)
             }
             int has;
             int64_t c = entry_committed(e, &info, &has);
-            settle_entry(self, k, has, c);
+            settle_entry(self, a, k, has, c);
             entries++;
+            a = k + 1;
         }
         pos += YB_ENTRY_HEADER + length;
     }
@@ -262,7 +279,7 @@ static int opt_text(yb_rows *r, int column, PyObject *o, uint32_t flag, uint32_t
 static uint64_t new_row_size(yb_rows *r, size_t k)
 {
     uint64_t size = 0;
-    for (int c = 0; c < YC_COUNT; c++)
+    for (int c = 0; c < r->ncols; c++)
         size += end_at(r, c, k) - start_at(r, c, k);
     return size;
 }
@@ -281,6 +298,10 @@ static PyObject *Builder_add_entry(Builder *self, PyObject *args)
         return NULL;
     if (check_ctx(self, ctx))
         return NULL;
+    if (self->writes) {
+        PyErr_SetString(PyExc_ValueError, "add_entry on a writes Builder");
+        return NULL;
+    }
     yb_mark m;
     mark(&self->r, &m);
     yb_row row = {0};
@@ -315,7 +336,7 @@ static PyObject *Builder_add_entry(Builder *self, PyObject *args)
         PyErr_NoMemory();
         goto fail;
     }
-    settle_entry(self, k, (int)has_c, c);
+    settle_entry(self, k, k, (int)has_c, c);
     Py_RETURN_NONE;
 fail:
     truncate_to(&self->r, &m);
@@ -337,10 +358,10 @@ static PyObject *Builder_add_corrupt(Builder *self, PyObject *args)
     yb_row row = {0};
     row.offset = offset;
     row.ctx = (int32_t)ctx;
-    row.flags = YR_CORRUPT;
+    row.flags = YR_CORRUPT | YR_LAST;
     uint32_t unused = 0;
-    for (int c = 0; c < YC_MESSAGE; c++)
-        if (yb_row_null(&self->r, c)) {
+    for (int c = 0; c < self->r.ncols; c++)
+        if (c != YC_MESSAGE && yb_row_null(&self->r, c)) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -352,11 +373,111 @@ static PyObject *Builder_add_corrupt(Builder *self, PyObject *args)
         PyErr_NoMemory();
         goto fail;
     }
+    self->pend++;
     release(self, k + 1, 0, 0, 0);
     Py_RETURN_NONE;
 fail:
     truncate_to(&self->r, &m);
     return NULL;
+}
+
+/* add_writes(ctx, offset, term, index, hybrid_time, transaction_id, committed, rows): an entry the reference decoded
+ * in the writes view (reader.py _add and add_entry), each row (pair_index, column_id, column_name, kind,
+ * is_tombstone, schema_version, decode_error, doc_key value, doc_key metadata, value, value metadata, raw_key,
+ * raw_value) with None where the reference has None; no rows: the entry only takes its place in the queue. */
+static PyObject *Builder_add_writes(Builder *self, PyObject *args)
+{
+    long ctx;
+    long long offset;
+    PyObject *term, *index, *ht, *txn, *committed, *rows;
+    if (!PyArg_ParseTuple(args, "lLOOOOOO!", &ctx, &offset, &term, &index, &ht, &txn, &committed, &PyList_Type, &rows))
+        return NULL;
+    if (check_ctx(self, ctx))
+        return NULL;
+    if (!self->writes) {
+        PyErr_SetString(PyExc_ValueError, "add_writes on an operations Builder");
+        return NULL;
+    }
+    yb_mark m;
+    mark(&self->r, &m);
+    yb_row tmpl = {0};
+    tmpl.offset = offset;
+    tmpl.ctx = (int32_t)ctx;
+    int64_t c = 0;
+    uint32_t has_c = 0, unused = 0;
+    if (opt_i64(term, &tmpl.term, YR_TERM, &tmpl.flags) || opt_i64(index, &tmpl.index, YR_INDEX, &tmpl.flags)
+        || opt_i64(committed, &c, 1, &has_c) || opt_i64(ht, &tmpl.ht, YR_HT, &tmpl.flags))
+        goto fail;
+    size_t first = nrows(&self->r);
+    Py_ssize_t n = PyList_GET_SIZE(rows);
+    for (Py_ssize_t i = 0; i < (n ? n : 1); i++) {
+        yb_row row = tmpl;
+        yb_rows *r = &self->r;
+        if (n == 0) {
+            row.flags |= YR_HIDDEN;
+            for (int col = 0; col < r->ncols; col++)
+                if (yb_row_null(r, col)) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+        } else {
+            PyObject *pair, *colid, *name, *kind, *tomb, *sv, *error, *kv, *km, *vv, *vm, *rk, *rv;
+            if (!PyArg_ParseTuple(PyList_GET_ITEM(rows, i), "OOOOOOOOOOOOO", &pair, &colid, &name, &kind, &tomb, &sv,
+                                  &error, &kv, &km, &vv, &vm, &rk, &rv))
+                goto fail;
+            int64_t v64 = 0, c64 = 0;
+            uint32_t flag = 0;
+            if (opt_i64(pair, &v64, YR_PAIR, &row.flags) || opt_i64(colid, &c64, YR_COLID, &row.flags))
+                goto fail;
+            if (v64 < INT32_MIN || v64 > INT32_MAX || c64 < INT32_MIN || c64 > INT32_MAX) {
+                PyErr_SetString(PyExc_OverflowError, "pair_index or column_id outside int32");
+                goto fail;
+            }
+            row.pair_index = (int32_t)v64;
+            row.column_id = (int32_t)c64;
+            if (opt_i64(sv, &row.schema_version, YR_SV, &row.flags) || opt_i64(tomb, &v64, YR_TOMB, &flag))
+                goto fail;
+            row.flags |= flag | (flag && v64 ? YR_TOMBV : 0);
+            if (opt_text(r, YC_OPTYPE, Py_None, 0, &unused) || opt_text(r, YC_TXN, txn, YR_TXN, &row.flags)
+                || opt_text(r, YC_STATUS, Py_None, 0, &unused) || opt_text(r, YC_VALUE, vv, YR_VAL, &row.flags)
+                || opt_text(r, YC_META, vm, 0, &unused) || opt_text(r, YC_MESSAGE, Py_None, 0, &unused)
+                || opt_text(r, YC_COLNAME, name, YR_COLNAME, &row.flags) || opt_text(r, YC_KIND, kind, YR_KIND, &row.flags)
+                || opt_text(r, YC_ERROR, error, YR_ERROR, &row.flags) || opt_text(r, YC_KEYV, kv, YR_KEY, &row.flags)
+                || opt_text(r, YC_KEYM, km, 0, &unused) || opt_text(r, YC_RAWK, rk, 0, &unused)
+                || opt_text(r, YC_RAWV, rv, 0, &unused))
+                goto fail;
+            row.size = new_row_size(r, nrows(r));
+        }
+        if (i == (n ? n : 1) - 1)
+            row.flags |= YR_LAST;
+        if (ls_buf_put(&r->rows, &row, sizeof row)) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    settle_entry(self, first, nrows(&self->r) - 1, (int)has_c, c);
+    Py_RETURN_NONE;
+fail:
+    truncate_to(&self->r, &m);
+    return NULL;
+}
+
+/* set_catalog(schemas, current): the writes view's schemas (fast.py FastBuilder.sync, _kernel_tables.c). */
+static PyObject *Builder_set_catalog(Builder *self, PyObject *args)
+{
+    PyObject *schemas, *current;
+    if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &schemas, &current))
+        return NULL;
+    int has_low = self->cat.has_low, has_high = self->cat.has_high;
+    int64_t low = self->cat.low, high = self->cat.high;
+    int rc = yb_catalog_set(&self->cat, schemas, current);
+    self->cat.has_low = has_low;
+    self->cat.has_high = has_high;
+    self->cat.low = low;
+    self->cat.high = high;
+    if (rc)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *Builder_supersede_from(Builder *self, PyObject *arg)
@@ -399,7 +520,7 @@ static void compact(Builder *self)
     size_t t = self->taken, n = nrows(r);
     if (t == 0)
         return;
-    for (int c = 0; c < YC_COUNT; c++) {
+    for (int c = 0; c < r->ncols; c++) {
         uint64_t base = start_at(r, c, t), *ends = (uint64_t *)r->ends[c].data;
         memmove(r->data[c].data, r->data[c].data + base, r->data[c].len - base);
         r->data[c].len -= base;
@@ -461,6 +582,16 @@ static PyObject *Builder_take(Builder *self, PyObject *args)
     }
     if (!(final || closed || rows >= (unsigned long long)batch_size || bytes >= (unsigned long long)max_bytes))
         Py_RETURN_NONE;
+    if (self->writes) {
+        PyObject *out = yb_take_writes(r, self->taken, k, (size_t)rows);
+        if (out != NULL) {
+            self->taken = k;
+            self->held_rows -= rows;
+            self->held_bytes -= bytes;
+            compact(self);
+        }
+        return out;
+    }
     size_t n = (size_t)rows, nb = (n + 7) / 8;
     static const int text_cols[] = {YC_OPTYPE, YC_TXN, YC_STATUS, YC_MESSAGE, YC_VALUE, YC_META};
     PyObject *fixed[O_FIXED] = {0}, *texts[6][3] = {{0}};
@@ -559,6 +690,8 @@ static PyMethodDef Builder_methods[] = {
     {"decode", (PyCFunction)Builder_decode, METH_VARARGS, "decode(data, base, ctx, verify) -> (stop, n, low, high)"},
     {"add_entry", (PyCFunction)Builder_add_entry, METH_VARARGS, "add an entry the reference decoded"},
     {"add_corrupt", (PyCFunction)Builder_add_corrupt, METH_VARARGS, "add_corrupt(ctx, offset, message)"},
+    {"add_writes", (PyCFunction)Builder_add_writes, METH_VARARGS, "add an entry's write rows the reference decoded"},
+    {"set_catalog", (PyCFunction)Builder_set_catalog, METH_VARARGS, "set_catalog(schemas, current)"},
     {"supersede_from", (PyCFunction)Builder_supersede_from, METH_O, "mark pending entries of index >= it"},
     {"release_all", (PyCFunction)Builder_release_all, METH_NOARGS, "release every pending row"},
     {"pending", (PyCFunction)Builder_pending, METH_NOARGS, "rows held (pending or not handed out)"},
@@ -604,7 +737,11 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static void module_free(void *unused) { yb_proto_free(); }
+static void module_free(void *unused)
+{
+    yb_proto_free();
+    yb_writes_free();
+}
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_kernel", "YugabyteDB WAL operations view kernel.", -1, module_methods,

@@ -35,25 +35,69 @@ enum {
 /* Row flags. */
 enum {
     YR_TERM = 1 << 0, YR_INDEX = 1 << 1, YR_HT = 1 << 2, YR_CTERM = 1 << 3, YR_CINDEX = 1 << 4, YR_OPTYPE = 1 << 5,
-    YR_TXN = 1 << 6, YR_STATUS = 1 << 7, YR_SUPERSEDED = 1 << 8, YR_CORRUPT = 1 << 9, YR_DROP = 1 << 10
+    YR_TXN = 1 << 6, YR_STATUS = 1 << 7, YR_SUPERSEDED = 1 << 8, YR_CORRUPT = 1 << 9, YR_DROP = 1 << 10,
+    /* the writes view: a pair's row, its nullable columns; HIDDEN an entry without pair rows (kept in the queue,
+     * never handed out), LAST the last row of an entry (the queue counts entries, as reader.py's does) */
+    YR_PAIR = 1 << 11, YR_COLID = 1 << 12, YR_TOMB = 1 << 13, YR_TOMBV = 1 << 14, YR_SV = 1 << 15,
+    YR_HIDDEN = 1 << 16, YR_LAST = 1 << 17, YR_COLNAME = 1 << 18, YR_KIND = 1 << 19, YR_ERROR = 1 << 20,
+    YR_KEY = 1 << 21, YR_VAL = 1 << 22
 };
 
 /* One row held by the builder (an entry, or a corrupt-record row). */
 typedef struct {
     int64_t offset, term, index, ht, cterm, cindex;
+    int64_t schema_version; /* the writes view */
     uint64_t size; /* variable-width bytes of the row, its context's (file, table, tablet) excluded */
     int32_t entry_in_batch, ctx;
+    int32_t pair_index, column_id; /* the writes view */
     uint32_t flags, pad;
 } yb_row;
 
-/* Variable-width columns of the rows: value bytes and, per row, where its value ends. */
-enum { YC_OPTYPE, YC_TXN, YC_STATUS, YC_VALUE, YC_META, YC_MESSAGE, YC_COUNT };
+/* Variable-width columns of the rows: value bytes and, per row, where its value ends. The operations view uses the
+ * first YC_OPS of them; the writes view all (YC_VALUE / YC_META then hold the value column's Variant). */
+enum { YC_OPTYPE, YC_TXN, YC_STATUS, YC_VALUE, YC_META, YC_MESSAGE, YC_OPS,
+       YC_COLNAME = YC_OPS, YC_KIND, YC_ERROR, YC_KEYV, YC_KEYM, YC_RAWK, YC_RAWV, YC_COUNT };
 
 typedef struct {
     ls_buf rows;              /* yb_row */
     ls_buf data[YC_COUNT];    /* bytes */
     ls_buf ends[YC_COUNT];    /* uint64 per row: end of its value in data[] */
+    int ncols;                /* YC_OPS or YC_COUNT */
 } yb_rows;
+
+static inline size_t yb_nrows(const yb_rows *r) { return r->rows.len / sizeof(yb_row); }
+static inline yb_row *yb_row_at(yb_rows *r, size_t k) { return (yb_row *)r->rows.data + k; }
+static inline uint64_t yb_end_at(const yb_rows *r, int c, size_t k) { return ((const uint64_t *)r->ends[c].data)[k]; }
+static inline uint64_t yb_start_at(const yb_rows *r, int c, size_t k) { return k ? yb_end_at(r, c, k - 1) : 0; }
+
+/* The writes view's table schemas, as the reader's SchemaCatalog holds them (catalog.py), handed over by
+ * fast.py whenever the catalog changes: a column's name by id, the key columns' names, a packed row's layout. */
+typedef struct {
+    int64_t id;
+    char *name;
+    size_t len;
+    int binary; /* DataType BINARY: its text values are kept as bytes */
+    int size;   /* packed columns: the fixed size, or -1 (variable length) */
+} yb_col;
+
+typedef struct {
+    int has_version, in_versions; /* in_versions: reachable by its version (SchemaCatalog.version) */
+    int64_t version;
+    yb_col *cols;      /* sorted by id, ids distinct */
+    size_t ncols;
+    yb_col *keys;      /* hash columns, then range columns (names only) */
+    size_t nhash, nrange;
+    yb_col *packed;
+    size_t npacked, nvarlen;
+} yb_schema;
+
+typedef struct {
+    yb_schema *items;
+    size_t n;
+    long current; /* -1: no schema yet */
+    int has_low, has_high;
+    int64_t low, high; /* the read's index range: entries outside it keep no pair rows */
+} yb_catalog;
 
 /* What decoding one entry batch adds: the entries' rows are appended to rows (unsettled), and the batch's
  * committed index (for releasing pending rows). */
@@ -100,8 +144,32 @@ void yb_crc32c_init(void);
 /* _kernel_proto.c */
 /* Decode the entry batch body buf[0..n) into rows appended to r (each with `offset`, `ctx`); YB_DECLINE leaves
  * r as it was only together with yb_rows_truncate (the caller marks the lengths before). */
-int yb_decode_batch(const uint8_t *buf, size_t n, int64_t offset, int32_t ctx, yb_rows *r, yb_batch_info *info);
+int yb_decode_batch(const uint8_t *buf, size_t n, int64_t offset, int32_t ctx, yb_rows *r, yb_batch_info *info,
+                    const yb_catalog *writes);
 void yb_proto_free(void);
+/* The fields of b[start..end) are valid as the reference reads message `msg` (nothing emitted); the last field
+ * `number` of a checked message. */
+int yb_check_message(long msg, const uint8_t *b, size_t start, size_t end);
+typedef struct {
+    uint64_t number, value;
+    size_t begin, stop;
+    uint32_t seq;
+    uint8_t wire;
+} yb_rec;
+int yb_last_field(const uint8_t *b, size_t start, size_t end, uint64_t number, yb_rec *out);
+
+/* _kernel_tables.c */
+const yb_col *yb_column_by_id(const yb_schema *s, int64_t id);
+const yb_schema *yb_schema_of_version(const yb_catalog *cat, uint64_t version);
+
+/* _kernel_writes.c: the pair rows of one ReplicateMsg (row, with its entry's columns set, is the template) */
+int yb_write_rows(const uint8_t *b, const yb_rec *write_batch, const yb_row *entry, const uint8_t *txn,
+                  size_t txn_len, yb_rows *r, const yb_catalog *cat);
+void yb_writes_free(void);
+/* _kernel_tables.c */
+int yb_catalog_set(yb_catalog *cat, PyObject *schemas, PyObject *current);
+void yb_catalog_free(yb_catalog *cat);
+PyObject *yb_take_writes(yb_rows *r, size_t from, size_t to, size_t n);
 
 /* _kernel.c */
 int yb_row_value(yb_rows *r, int column, const uint8_t *s, size_t n);

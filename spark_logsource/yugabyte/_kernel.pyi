@@ -1,8 +1,10 @@
-"""Stub of the YugabyteDB WAL kernel (``_kernel.c``, ``_kernel_proto.c``, ``_kernel_specs.c``): the operations
-view's rows from entry batches, the superseded queue, and record batches as Arrow buffers.
+"""Stub of the YugabyteDB WAL kernel (``_kernel.c``, ``_kernel_proto.c``, ``_kernel_specs.c``, and for the writes
+view ``_kernel_writes.c``, ``_kernel_tables.c``): both views' rows from entry batches, the superseded queue, and
+record batches as Arrow buffers.
 
 Layouts: docs/formats/yugabyte-wal.md ("Segment layout", "Protobuf wire format", "Rows"). The Python twins are
-``messages.py`` / ``proto.py`` (decoding) and ``reader.py`` (the queue and the batches); ``fast.py`` drives this.
+``messages.py`` / ``proto.py`` (decoding), ``docdb.py`` (pairs) and ``reader.py`` (the queue and the batches);
+``fast.py`` drives this.
 """
 
 from typing import Any
@@ -11,7 +13,9 @@ from typing import Any
 _Bytes = bytes | bytearray | memoryview
 
 class _Builder:
-    def __init__(self, include_superseded: bool, max_pending: int, count_message: bool) -> None: ...
+    def __init__(self, include_superseded: bool, max_pending: int, count_message: bool, writes: bool = False,
+                 low: int | None = None, high: int | None = None) -> None:
+        """``writes``: rows of the writes view (one per pair; entries outside ``low``..``high`` keep none)."""
     def add_context(self, head_bytes: int) -> int:
         """A number for the rows of one segment of one tablet; ``head_bytes``: its file, table and tablet ids'."""
     def decode(self, data: _Bytes, base: int, ctx: int, verify: bool) -> tuple[int, int, int | None, int | None]:
@@ -24,6 +28,12 @@ class _Builder:
         """An entry the reference decoded (supersedes, is appended, releases up to ``committed``)."""
     def add_corrupt(self, ctx: int, offset: int, message: str) -> None:
         """A corrupt-record row."""
+    def add_writes(self, ctx: int, offset: int, term: int | None, index: int | None, hybrid_time: int | None,
+                   transaction_id: str | None, committed: int | None, rows: list[tuple[Any, ...]]) -> None:
+        """An entry the reference decoded, in the writes view: its rows as ``fast.py`` FastBuilder.add_writes
+        makes them (none: the entry only takes its place in the queue)."""
+    def set_catalog(self, schemas: list[tuple[Any, ...]], current: int | None) -> None:
+        """The tablet's schemas (``fast.py`` FastBuilder.sync), by which the writes view names and lays out."""
     def supersede_from(self, index: int) -> None:
         """Every pending entry of an index at least ``index`` is superseded."""
     def release_all(self) -> None:

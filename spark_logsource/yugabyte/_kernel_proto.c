@@ -67,13 +67,6 @@ static inline int varint(const uint8_t *b, size_t *pos, size_t end, uint64_t *ou
     return -1;
 }
 
-typedef struct {
-    uint64_t number, value; /* value: varint / fixed */
-    size_t begin, stop;     /* W_LEN: the bytes */
-    uint32_t seq;
-    uint8_t wire;
-} yb_rec;
-
 #define REC(k) (((yb_rec *)g_recs.data)[k])
 
 static int cmp_rec(const void *a, const void *b)
@@ -419,7 +412,7 @@ static int message_node(long msg, const uint8_t *b, size_t start, size_t end, in
 /* ---- pulling columns out of a checked message ---- */
 
 /* The last field `number` of b[start..end) (the message was checked: it parses). */
-static int last_field(const uint8_t *b, size_t start, size_t end, uint64_t number, yb_rec *out)
+int yb_last_field(const uint8_t *b, size_t start, size_t end, uint64_t number, yb_rec *out)
 {
     size_t pos = start;
     int found = 0;
@@ -456,6 +449,13 @@ static int last_field(const uint8_t *b, size_t start, size_t end, uint64_t numbe
         }
     }
     return found;
+}
+
+#define last_field yb_last_field
+
+int yb_check_message(long msg, const uint8_t *b, size_t start, size_t end)
+{
+    return message_node(msg, b, start, end, 0, JV_NO_KEY, 0);
 }
 
 /* term and index of an OpIdPB (int64 fields 1 and 2). */
@@ -565,8 +565,61 @@ static int replicate_row(const uint8_t *b, const yb_rec *m, int64_t offset, int3
     return ls_buf_put(&r->rows, &row, sizeof row) ? YB_NOMEM : YB_OK;
 }
 
+/* The writes view's rows of one ReplicateMsg (messages.py _entry, reader.py _add): its pairs' rows, or one hidden
+ * row when it keeps none; a schema change is declined (the reader's catalog must learn it first). */
+static int write_entry(const uint8_t *b, const yb_rec *m, int64_t offset, int32_t ctx, int32_t entry, yb_rows *r,
+                       const yb_catalog *cat)
+{
+    yb_rec f, g, h, id;
+    int rc = yb_check_message(g_replicate, b, m->begin, m->stop);
+    if (rc)
+        return rc;
+    if (last_field(b, m->begin, m->stop, 6, &f))
+        return YB_DECLINE;
+    yb_row row = {0};
+    row.offset = offset;
+    row.ctx = ctx;
+    row.entry_in_batch = entry;
+    if (last_field(b, m->begin, m->stop, 1, &f))
+        op_id(b, &f, &row, YR_TERM, YR_INDEX, &row.term, &row.index);
+    if (last_field(b, m->begin, m->stop, 2, &f) && f.value <= (uint64_t)INT64_MAX) {
+        row.ht = (int64_t)f.value;
+        row.flags |= YR_HT;
+    }
+    if (last_field(b, m->begin, m->stop, 8, &f))
+        op_id(b, &f, &row, YR_CTERM, YR_CINDEX, &row.cterm, &row.cindex);
+    int txn = 0, has_batch = 0;
+    yb_rec wb;
+    if (last_field(b, m->begin, m->stop, 5, &f) && last_field(b, f.begin, f.stop, 7, &wb)) {
+        has_batch = 1;
+        if (last_field(b, wb.begin, wb.stop, 2, &h))
+            txn = last_field(b, h.begin, h.stop, 1, &id);
+    }
+    if (last_field(b, m->begin, m->stop, 10, &g))
+        txn = last_field(b, g.begin, g.stop, 1, &id);
+    g_value.len = 0;
+    if (txn) {
+        row.flags |= YR_TXN;
+        if ((rc = len_text(&g_value, YK_UUID, b + id.begin, id.stop - id.begin)))
+            return rc;
+    }
+    size_t before = r->rows.len;
+    if (has_batch && (rc = yb_write_rows(b, &wb, &row, g_value.data, g_value.len, r, cat)))
+        return rc;
+    if (r->rows.len > before) {
+        yb_row_at(r, yb_nrows(r) - 1)->flags |= YR_LAST;
+        return YB_OK;
+    }
+    row.flags |= YR_HIDDEN | YR_LAST;
+    for (int c = 0; c < r->ncols; c++)
+        if (yb_row_null(r, c))
+            return YB_NOMEM;
+    return ls_buf_put(&r->rows, &row, sizeof row) ? YB_NOMEM : YB_OK;
+}
+
 /* messages.py decode_batch: LogEntryBatchPB (1 entry LogEntryPB, 2 committed_op_id, 3 mono_time). */
-int yb_decode_batch(const uint8_t *buf, size_t n, int64_t offset, int32_t ctx, yb_rows *r, yb_batch_info *info)
+int yb_decode_batch(const uint8_t *buf, size_t n, int64_t offset, int32_t ctx, yb_rows *r, yb_batch_info *info,
+                    const yb_catalog *writes)
 {
     g_recs.len = 0;
     size_t count = 0;
@@ -628,7 +681,8 @@ int yb_decode_batch(const uint8_t *buf, size_t n, int64_t offset, int32_t ctx, y
         g_recs.len = mark;
         if (types != 1 || msgs != 1 || (int32_t)(uint32_t)t.value != 1)
             return YB_DECLINE;
-        if ((rc = replicate_row(buf, &m, offset, ctx, entry, r)))
+        rc = writes ? write_entry(buf, &m, offset, ctx, entry, r, writes) : replicate_row(buf, &m, offset, ctx, entry, r);
+        if (rc)
             return rc;
         g_recs.len = mark;
         entry++;

@@ -7,6 +7,7 @@ schemas while a tablet's log is read in order.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,22 +80,31 @@ class TableSchema:
         return None if col is None else col.type
 
 
+#: Stamps of catalog states: a new catalog, or a change to one, takes the next (fast.py hands changes to the kernel).
+_STAMPS = itertools.count(1)
+
+
 class SchemaCatalog:
     """Schema versions seen so far in one tablet's log; the latest one names unpacked columns."""
 
     def __init__(self) -> None:
         self.versions: dict[int, TableSchema] = {}
         self.current: TableSchema | None = None
+        #: Changes with every schema added (unique across catalogs).
+        self.stamp = next(_STAMPS)
 
     def add(self, pb: dict[str, Any] | None, version: int | None) -> None:
         if not pb:
             return
         schema = _table_schema(pb, version)
+        before = (self.versions.get(version) if version is not None else None, self.current)
         if version is not None:
             self.versions[version] = schema
         if self.current is None or version is None or self.current.version is None or \
                 version >= self.current.version:
             self.current = schema
+        if (self.versions.get(version) if version is not None else None, self.current) != before:
+            self.stamp = next(_STAMPS)
 
     def version(self, number: int) -> TableSchema | None:
         return self.versions.get(number)

@@ -234,7 +234,10 @@ def decode_doc_key(key: bytes) -> DocKey:
         t = key[pos]
         # Collection subkeys after a column id are kept in raw_key only.
         if t == 0x4B:  # K ColumnId
-            doc.subkey = ("column", read_signed_varint(key, pos + 1, end)[0])
+            column_id = read_signed_varint(key, pos + 1, end)[0]
+            if not -(1 << 31) <= column_id < 1 << 31:  # the column_id column is an int32
+                raise DecodeError(pos + 1, f"column id {column_id} outside int32")
+            doc.subkey = ("column", column_id)
         elif t == 0x4A:  # J SystemColumnId
             doc.subkey = ("system", read_signed_varint(key, pos + 1, end)[0])
         else:

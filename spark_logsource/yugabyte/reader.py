@@ -13,8 +13,8 @@ Entries are held in a small queue until that is known: an entry is final once a 
 ``committed_op_id``) that its index is committed, since Raft never truncates committed entries; what is left at
 the end of the log is not superseded. Superseded entries are dropped unless ``includeSuperseded``.
 
-With the C kernel built, ``view=operations`` in ``valueFormat=variant`` is read through it (``fast.py``: the same
-rows, queue and batches; ``docs/formats/yugabyte-wal.md``, "The C kernel").
+With the C kernel built, both views in ``valueFormat=variant`` are read through it (``fast.py``: the same rows,
+queue and batches; ``docs/formats/yugabyte-wal.md``, "The C kernel").
 
 Bad data follows the parse mode (FAILFAST raises, PERMISSIVE gives a row with only ``file, offset, table_id,
 tablet_id, segment_seqno`` and the corrupt-record column, DROPMALFORMED logs and skips); an encrypted segment is
@@ -384,26 +384,26 @@ class _TabletReader:
 
     def _add(self, seg: _SegmentCtx, offset: int, batch: BatchRecord) -> None:
         if self.fast is not None:
-            for e in batch.entries:
-                if e.schema is not None:
-                    self.catalog.add(e.schema, e.schema_version)
-            self.fast.add_batch(seg, offset, batch)
+            self.fast.add_batch(seg, offset, batch, self.catalog, self._write_cols)
             return
         for e in batch.entries:
             if e.index is not None:
                 self._supersede_from(e.index)
             if e.schema is not None:
                 self.catalog.add(e.schema, e.schema_version)
-            write_cols = None
-            if self.options.view == "writes" and e.pairs and self._in_range(e.index):
-                current = self.catalog.current
-                write_cols = decode_pairs(e.pairs, current, self.catalog.version,
-                                          None if current is None else current.version)
+            write_cols = self._write_cols(e) if self.options.view == "writes" else None
             self.pending.append(_Pending(seg, offset, e, write_cols))
             committed = e.committed_index
             if batch.committed_op_id is not None:
                 committed = max(committed or 0, batch.committed_op_id[1])
             self._release(committed)
+
+    def _write_cols(self, e: EntryRecord) -> dict[str, list[Any]] | None:
+        """The writes view's columns of an entry (None: it keeps no rows)."""
+        if not e.pairs or not self._in_range(e.index):
+            return None
+        current = self.catalog.current
+        return decode_pairs(e.pairs, current, self.catalog.version, None if current is None else current.version)
 
     def _in_range(self, index: int | None) -> bool:
         if index is None:
@@ -553,7 +553,7 @@ def iter_tablet_batches(tablets: TabletRef | Sequence[TabletRef], options: WalRe
         corrupt = options.common.corrupt_column_or_none
         builder = FastBuilder(kernel, wal_schema(options.view, corrupt, options.value_format),
                               options.common.batch_size, MAX_BATCH_BYTES, corrupt, options.include_superseded,
-                              MAX_PENDING, predicates)
+                              MAX_PENDING, predicates, options.view == "writes", index_range)
     for tablet in [tablets] if isinstance(tablets, TabletRef) else tablets:
         yield from _TabletReader(tablet, options, builder, index_range).read()
     yield from builder.flush()
