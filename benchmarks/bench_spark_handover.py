@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from local_spark import cpu_seconds, jvm_pid, process_tree_cpu  # the benchmarks/ folder is sys.path[0]
+from local_spark import cpu_seconds, jvm_pid, process_tree_cpu, register_prebuilt  # benchmarks/ is sys.path[0]
 
 from spark_logsource.spark.columnar import arrow_pipe_jar
 
@@ -124,41 +124,6 @@ def prebuilt_file(shape: Shape, workdir: Path, batch_rows: int | None) -> Path:
                 writer.write_batch(batch.select(shape.columns) if shape.columns else batch)
         tmp.rename(where)
     return where
-
-
-def register_prebuilt(spark, parts: int) -> None:  # type: ignore[no-untyped-def]
-    """Data source ``bench-prebuilt``: option ``path`` names an Arrow IPC file; ``parts`` tasks each yield a share
-    of its batches, memory-mapped (no decoding, no copy)."""
-    import pyarrow as pa
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    from spark_logsource.spark.schema import spark_schema
-
-    class PrebuiltReader(DataSourceReader):
-        def __init__(self, where: str) -> None:
-            self.where = where
-
-        def partitions(self) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(parts)]
-
-        def read(self, partition: InputPartition):  # type: ignore[no-untyped-def]
-            reader = pa.ipc.open_file(pa.memory_map(self.where))
-            n = reader.num_record_batches
-            for i in range(partition.value * n // parts, (partition.value + 1) * n // parts):
-                yield reader.get_batch(i)
-
-    class Prebuilt(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench-prebuilt"
-
-        def schema(self):  # type: ignore[no-untyped-def]
-            return spark_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
-
-        def reader(self, schema):  # type: ignore[no-untyped-def]
-            return PrebuiltReader(self.options["path"])
-
-    spark.dataSource.register(Prebuilt)
 
 
 def rebatched_file(arrow: Path, rows: int) -> Path:

@@ -2,7 +2,7 @@
 # Set up a development environment in .venv: the package (editable, compiled kernels built) and its Python
 # dependencies. With --system, first install the Debian packages the test suite needs (needs root or sudo):
 # tarantool 2.6 and mariadb-server/client 10.11 (the real servers and their own log readers, our oracles),
-# and a JDK if java is missing.
+# and a JDK if javac is missing (it compiles the columnar JVM reader, jars/arrow-pipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +11,9 @@ if [[ "${1:-}" == "--system" ]]; then
   [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   pkgs=(tarantool mariadb-server mariadb-client gcc python3-dev)
-  # a JDK, not only a runtime: jars/arrow-pipe is compiled here with javac (no Maven, no download)
-  command -v javac >/dev/null || pkgs+=(openjdk-17-jdk-headless)
+  # a JDK, not only a runtime: jars/arrow-pipe is compiled here with javac (no Maven, no download); Debian's
+  # default JDK (17 on Debian 12)
+  command -v javac >/dev/null || pkgs+=(default-jdk-headless)
   python3 -m venv --help >/dev/null 2>&1 || pkgs+=(python3-venv)
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -105,7 +106,8 @@ jar=jars/arrow-pipe.jar
 if command -v javac >/dev/null; then
   spark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
   if [[ ! -f "$jar" ]] || [[ -n "$(find jars/arrow-pipe "$spark_jars" -newer "$jar" -print -quit)" ]]; then
-    bash jars/arrow-pipe/build.sh .venv/bin/python
+    bash jars/arrow-pipe/build.sh .venv/bin/python || echo "setup: $jar could not be built (javac above says why):" \
+      "read_columnar and its tests need it" >&2
   fi
 else
   echo "setup: no javac: $jar not built (the columnar JVM reader; install a JDK 17)" >&2

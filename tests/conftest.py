@@ -74,10 +74,11 @@ def _spark_session(pushdown: bool):
         .config("spark.sql.python.filterPushdown.enabled", "true" if pushdown else "false")
     )
     from spark_logsource.spark.columnar import arrow_pipe_jar
+    from tests.support.lying_pipe import MODULES
 
     jar = arrow_pipe_jar()  # the columnar JVM reader, when built (scripts/setup.sh builds it where a JDK is)
     if jar is not None:
-        builder = builder.config("spark.jars", jar)
+        builder = builder.config("spark.jars", jar).config("spark.logsource.arrowPipe.extraModules", MODULES)
     return builder.getOrCreate()
 
 

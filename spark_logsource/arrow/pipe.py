@@ -2,30 +2,35 @@
 
 Each executor keeps a few of these workers (``python -m spark_logsource.arrow.pipe``) and lends one to each task,
 as pyspark reuses its own workers: the interpreter's start and the imports are paid once, not per task. A task
-writes two lines to the worker's stdin:
+writes three lines to the worker's stdin:
 
-1. the task: a format and one of its splits, as :func:`encode_task` made them on the driver;
-2. the columns Spark needs, tab-separated (none for a ``count(*)``).
+1. the format, as :func:`encode_format` made it on the driver (the same line for every task of a read; the worker
+   keeps the last one decoded);
+2. the split, as :func:`encode_split` made it;
+3. the columns Spark needs, tab-separated (none for a ``count(*)``; top-level names are the formats' own).
 
 The worker reads the split with the format's own reader, keeps those columns, and answers on stdout with one
-Arrow IPC stream (always ended by its end-of-stream marker) followed by one status line: ``ok ROWS`` or
-``error MESSAGE``. The JVM reads the batches as columnar batches without copying them into rows, and accepts the
-stream only when the status says ``ok`` with the row count it received, so a worker that dies mid-stream can
-never pass for a short split (``docs/spark-speed.md``, "The columnar JVM reader").
+Arrow IPC stream (ended by its end-of-stream marker) followed by one status line: ``ok ROWS`` or ``error
+MESSAGE``. The JVM accepts the stream only when the status says ``ok`` with the row count it received, so a worker
+that dies mid-stream can never pass for a short split (``docs/spark-speed.md``, "The columnar JVM reader").
 
-A worker ends when its stdin closes (the executor went away) or after an error that is not one of ours. Logging
-goes to stderr, which the executor keeps. No Spark import here.
+The protocol owns file descriptor 1: at start the worker moves it aside and points fd 1 and ``sys.stdout`` at
+stderr, so a library or a C extension that prints cannot corrupt a stream. A worker ends when its stdin closes (the
+executor went away), after an error that is not one of ours, or when writing to the JVM fails. Logging goes to
+stderr, which the executor keeps. No Spark import here.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
+import os
 import pickle
+import signal
 import sys
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 
@@ -36,15 +41,33 @@ from spark_logsource.logformat import LogFormat, Split
 log = logging.getLogger(__name__)
 
 
-def encode_task(fmt: LogFormat, split: Split) -> str:
-    """``fmt`` and ``split`` as one ASCII line (the format is pickled as Spark pickles it into its tasks)."""
-    return base64.b64encode(zlib.compress(pickle.dumps((fmt, split), protocol=pickle.HIGHEST_PROTOCOL))).decode()
+def _encode(obj: Any) -> str:
+    return base64.b64encode(zlib.compress(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))).decode()
 
 
-def decode_task(text: str) -> tuple[LogFormat, Split]:
-    fmt, split = pickle.loads(zlib.decompress(base64.b64decode(text)))
+def _decode(text: str) -> Any:
+    return pickle.loads(zlib.decompress(base64.b64decode(text)))
+
+
+def encode_format(fmt: LogFormat) -> str:
+    """``fmt`` as one ASCII line (pickled, as Spark pickles a Python data source's reader into its tasks)."""
+    return _encode(fmt)
+
+
+def encode_split(split: Split) -> str:
+    """``split`` as one ASCII line."""
+    return _encode(split)
+
+
+class BadTask(TypeError):
+    """A task line that is not what :func:`encode_format` / :func:`encode_split` make (a bug, not bad data)."""
+
+
+def decode_task(format_line: str, split_line: str) -> tuple[LogFormat, Split]:
+    """The format and the split of one task, checked to be what the encoders make."""
+    fmt, split = _decode(format_line), _decode(split_line)
     if not isinstance(fmt, LogFormat) or not isinstance(split, Split):
-        raise TypeError(f"not a task of spark_logsource.arrow.pipe: {type(fmt).__name__}, {type(split).__name__}")
+        raise BadTask(f"not a task of spark_logsource.arrow.pipe: {type(fmt).__name__}, {type(split).__name__}")
     return fmt, split
 
 
@@ -66,48 +89,95 @@ def selected(
 
 
 def one_line(text: str) -> str:
+    """``text`` with every run of white space (newlines included) made one space: a status is one line."""
     return " ".join(text.split())
 
 
-def serve_task(task: str, columns: Sequence[str], sink: BinaryIO) -> tuple[bool, bytes]:
-    """Write one task's stream to ``sink``; return whether the worker may serve another, and the status line."""
-    rows = 0
-    try:
-        fmt, split = decode_task(task)
-        schema = projected(fmt.schema(), columns)
-    except Exception as exc:  # an empty stream keeps the protocol: the status line says what went wrong
-        with pa.ipc.new_stream(sink, pa.schema([])):
-            pass
-        ours = isinstance(exc, LogSourceError)
-        if not ours:
-            log.error("task could not start", exc_info=exc)
-        return ours, f"error {'' if ours else 'internal '}{type(exc).__name__}: {one_line(str(exc))}\n".encode()
-    tally = CorruptTally(fmt.common.corrupt_column_or_none)
-    failure: BaseException | None = None
-    with pa.ipc.new_stream(sink, schema) as writer:
+class SinkError(Exception):
+    """Writing to the JVM failed mid-message: the stream cannot be ended cleanly, so the worker stops."""
+
+
+def _status(exc: BaseException, ours: bool) -> bytes:
+    return f"error {'' if ours else 'internal '}{type(exc).__name__}: {one_line(str(exc))}\n".encode()
+
+
+class Worker:
+    """Serves tasks; keeps the last format decoded (every task of one read sends the same one)."""
+
+    def __init__(self) -> None:
+        self._format_line = ""
+        self._format: LogFormat | None = None
+
+    def task(self, format_line: str, split_line: str) -> tuple[LogFormat, Split]:
+        """The task's format (decoded again only when it differs from the last one) and split."""
+        if format_line == self._format_line and self._format is not None:
+            return self._format, _checked_split(split_line)
+        fmt, split = decode_task(format_line, split_line)
+        self._format_line, self._format = format_line, fmt
+        return fmt, split
+
+    def serve_task(self, format_line: str, split_line: str, columns: Sequence[str],
+                   sink: BinaryIO) -> tuple[bool, bytes]:
+        """Write one task's stream to ``sink``; return whether the worker may serve another, and the status."""
         try:
-            for batch in selected(fmt.read_split(split), columns, tally):
+            fmt, split = self.task(format_line, split_line)
+            schema = projected(fmt.schema(), columns)
+        except Exception as exc:  # an empty stream keeps the protocol: the status line says what went wrong
+            with pa.ipc.new_stream(sink, pa.schema([])):
+                pass
+            ours = isinstance(exc, LogSourceError)
+            if not ours:
+                log.error("task could not start", exc_info=exc)
+            return ours, _status(exc, ours)
+        tally = CorruptTally(fmt.common.corrupt_column_or_none)
+        rows, failures = 0, list[BaseException]()
+        # Not a with-block: after a failed write the stream must stay unended (a half message may be out), so that
+        # the JVM sees it broken rather than ended.
+        writer = pa.ipc.new_stream(sink, schema)
+        for batch in _guarded(selected(fmt.read_split(split), columns, tally), failures):
+            try:
                 writer.write_batch(batch)
-                rows += batch.num_rows
-        except Exception as exc:  # the stream still gets its end marker, then the status names the failure
-            failure = exc
-    if failure is None:
-        tally.warn_kept()
-        return True, f"ok {rows}\n".encode()
-    if isinstance(failure, LogSourceError):
-        return True, f"error {type(failure).__name__}: {one_line(str(failure))}\n".encode()
-    log.error("task failed after %d rows", rows, exc_info=failure)
-    return False, f"error internal {type(failure).__name__}: {one_line(str(failure))}\n".encode()
+            except Exception as exc:
+                raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
+            rows += batch.num_rows
+        writer.close()
+        failure = failures[0] if failures else None
+        if failure is None:
+            tally.warn_kept()
+            return True, f"ok {rows}\n".encode()
+        ours = isinstance(failure, LogSourceError)
+        if not ours:
+            log.error("task failed after %d rows", rows, exc_info=failure)
+        return ours, _status(failure, ours)
+
+
+def _checked_split(split_line: str) -> Split:
+    split = _decode(split_line)
+    if not isinstance(split, Split):
+        raise BadTask(f"not a split of spark_logsource.arrow.pipe: {type(split).__name__}")
+    return split
+
+
+def _guarded(batches: Iterator[pa.RecordBatch], failures: list[BaseException]) -> Iterator[pa.RecordBatch]:
+    """``batches`` until the reader fails; its exception is kept in ``failures`` (the stream still gets its end
+    marker, then the status names the failure)."""
+    try:
+        yield from batches
+    except Exception as exc:
+        failures.append(exc)
 
 
 def serve(source: BinaryIO, sink: BinaryIO) -> None:
     """Serve tasks from ``source`` until it closes or a task fails with an error that is not ours."""
+    worker = Worker()
     while True:
-        task = source.readline()
-        if not task:
+        format_line = source.readline()
+        if not format_line:
             return
+        split_line = source.readline()
         columns = [c for c in source.readline().decode("utf-8").rstrip("\n").split("\t") if c]
-        again, status = serve_task(task.decode("ascii").strip(), columns, sink)
+        again, status = worker.serve_task(format_line.decode("ascii").strip(), split_line.decode("ascii").strip(),
+                                          columns, sink)
         sink.write(status)
         sink.flush()
         if not again:
@@ -115,11 +185,16 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
 
 
 def main() -> int:
+    # Ctrl-C in a local shell is the driver's to handle; the executor ends its workers by closing their stdin.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     try:
-        serve(sys.stdin.buffer, sys.stdout.buffer)
-    except BrokenPipeError:  # the JVM stopped reading (a LIMIT reached, a task killed): it drops this worker
-        return 0
+        serve(sys.stdin.buffer, protocol)
+    except (BrokenPipeError, SinkError) as exc:  # the JVM stopped reading (a LIMIT, a killed task): it drops us
+        log.debug("the JVM stopped reading: %s", exc)
     return 0
 
 

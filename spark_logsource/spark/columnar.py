@@ -4,38 +4,47 @@ source.
 The Python data source hands Spark each Arrow batch through pyspark's worker, and Spark copies it into rows one
 by one; the JVM reader reads the same batches as columnar batches (``docs/spark-speed.md``, "The columnar JVM
 reader"). Planning stays ours and stays on the driver: the format lists and plans its splits here, and each Spark
-task starts one Python process that decodes its split (:mod:`spark_logsource.arrow.pipe`).
+task lends a Python worker that decodes its split (:mod:`spark_logsource.arrow.pipe`).
 
-Only log files are read this way: a task carries its format pickled in Spark's options, so formats holding a
-server's credentials are refused.
+Only log files are read this way, and only without credentials: the format travels pickled in Spark's options,
+so a format holding a password (a ``schemaFrom`` server, say) or a path carrying a secret in its query string is
+refused. Cloud storage credentials belong to the environment (``docs/ARCHITECTURE.md``, io/fs.py), not the path.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import sys
+import pickle
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from spark_logsource.api import make_format
-from spark_logsource.arrow.pipe import encode_task
+from spark_logsource.arrow.pipe import encode_format, encode_split
 from spark_logsource.errors import OptionError
+from spark_logsource.logformat import LogFormat
+from spark_logsource.net import Secret
 from spark_logsource.spark.schema import spark_schema
 
 #: The JVM data source's name (``jars/arrow-pipe``, registered through its service file).
 JVM_SOURCE = "logsource-arrow-pipe"
-#: Formats read from log files: their options and splits hold no credential.
+#: Formats read from log files.
 FILE_FORMATS = ("tarantool-xlog", "mysql-binlog", "yugabyte-wal")
-#: What each task's Python worker runs (:mod:`spark_logsource.arrow.pipe`).
+#: What each task's Python worker runs (:mod:`spark_logsource.arrow.pipe`); another module must be listed in the
+#: static Spark setting ``spark.logsource.arrowPipe.extraModules`` (the tests' misbehaving workers).
 WORKER_MODULE = "spark_logsource.arrow.pipe"
 #: Where ``jars/arrow-pipe/build.sh`` puts the jar in a source tree.
 _TREE_JAR = Path(__file__).resolve().parents[2] / "jars" / "arrow-pipe.jar"
+#: Query-string keys that name a secret (Azure's ``client_secret``, an S3 ``secret_key``, a SAS ``sig``, ...).
+_SECRET_KEY = re.compile(r"secret|password|passwd|token|key|credential|sig", re.IGNORECASE)
 
 
 def arrow_pipe_jar() -> str | None:
-    """The built jar's path (for ``spark.jars``), or None when it was not built (``jars/arrow-pipe/build.sh``)."""
+    """The built jar's path (for ``spark.jars``), or None when it was not built (``jars/arrow-pipe/build.sh``, run
+    by ``scripts/setup.sh`` in a source checkout; a pip-installed package carries no jar)."""
     env = os.environ.get("SPARK_LOGSOURCE_ARROW_PIPE_JAR")
     if env:
         return env if os.path.isfile(env) else None
@@ -47,44 +56,64 @@ def read_columnar(spark: Any, fmt: str, paths: str | Sequence[str], *, worker_mo
     """``spark.read.format(fmt).options(**options).load(paths)``, read by the columnar JVM reader.
 
     Same rows, same schema; Spark applies every filter itself and prunes top-level columns before they leave the
-    Python process. The session needs the jar on its class path (``spark.jars``, :func:`arrow_pipe_jar`).
-    ``worker_module`` is the module each task's Python worker runs (tests replace it with a misbehaving one).
+    Python worker. The session needs the jar on its class path (``spark.jars``, :func:`arrow_pipe_jar`).
     """
     name = fmt.lower()
     if name not in FILE_FORMATS:
         raise OptionError("format", f"read_columnar reads log files ({', '.join(FILE_FORMATS)}), not {fmt!r}")
     for path in [paths] if isinstance(paths, str) else paths:
-        if urlsplit(str(path)).password is not None:
-            raise OptionError("path", "read_columnar does not carry credentials in paths: configure the storage")
+        refuse_secret_in_path(str(path))
+    for key, value in options.items():  # before the format is built: building it may connect with them
+        if key.lower() == "password":
+            raise OptionError(key, "read_columnar does not carry credentials (the format travels pickled in "
+                              "Spark's options): read with spark.read.format(...) instead")
+        if isinstance(value, str) and "://" in value:
+            refuse_secret_in_path(value)
     log_format = make_format(name, paths, options)
+    refuse_held_secrets(log_format)
     splits = log_format.plan(log_format.list_files())
     reader = spark.read.format(JVM_SOURCE).schema(spark_schema(log_format.schema()))
-    reader = reader.option("python", _executor_python(spark)).option("module", worker_module)
-    reader = reader.option("tasks", str(len(splits)))
+    reader = reader.option("module", worker_module).option("format", encode_format(log_format))
+    reader = reader.option("splits", str(len(splits)))
     reader = reader.option("label", f"{name}, {len({s.uri for s in splits})} files")
     for i, split in enumerate(splits):
-        reader = reader.option(f"task.{i}", encode_task(log_format, split))
+        reader = reader.option(f"split.{i}", encode_split(split))
     try:
         return reader.load()
     except Exception as exc:
-        if "DATA_SOURCE_NOT_FOUND" in str(exc) or "ClassNotFoundException" in str(exc):
+        if JVM_SOURCE in str(exc) and ("DATA_SOURCE_NOT_FOUND" in str(exc) or "ClassNotFound" in str(exc)):
             raise OptionError("spark.jars", f"the columnar JVM reader ({JVM_SOURCE}) is not on this session's class "
                               f"path: start the session with spark.jars={arrow_pipe_jar() or '<jars/arrow-pipe.jar>'}"
-                              " (jars/arrow-pipe/build.sh builds it)") from None
+                              " (jars/arrow-pipe/build.sh builds it)") from exc
         raise
 
 
-def _executor_python(spark: Any) -> str:
-    """The Python the executors run for pyspark (``spark.pyspark.python``, then ``PYSPARK_PYTHON``); empty lets each
-    executor use its own ``PYSPARK_PYTHON``. In local mode the driver's interpreter is the executors' too."""
-    conf = spark.conf.get("spark.pyspark.python", None)
-    if conf:
-        return str(conf)
-    env = os.environ.get("PYSPARK_PYTHON")
-    if env:
-        return env
-    try:
-        master = str(spark.sparkContext.master)
-    except Exception:  # Spark Connect has no SparkContext on the client: the server's executors choose
-        return ""
-    return sys.executable if master.startswith("local") else ""
+def refuse_secret_in_path(path: str) -> None:
+    """A path with a password or a secret-looking query parameter would travel in Spark's options: refused."""
+    parts = urlsplit(path)
+    if parts.password is not None or any(_SECRET_KEY.search(key) for key, _ in parse_qsl(parts.query)):
+        raise OptionError("path", "read_columnar does not carry credentials in paths (they would travel in "
+                          "Spark's options): give the storage its credentials through the environment")
+
+
+class _SecretFinder(pickle.Pickler):
+    """Pickles into nothing, noting every :class:`Secret` met on the way."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
+        self.found = False
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, Secret) and obj.reveal():
+            self.found = True
+        return None
+
+
+def refuse_held_secrets(log_format: LogFormat) -> None:
+    """A format holding a password anywhere (``schemaFrom`` a server, say) is refused: it would be pickled into
+    Spark's options, where plans and logs show them."""
+    finder = _SecretFinder()
+    finder.dump(log_format)
+    if finder.found:
+        raise OptionError("password", "read_columnar does not carry credentials (the format travels pickled in "
+                          "Spark's options): read with spark.read.format(...) instead")

@@ -14,7 +14,7 @@ import pytest
 
 import spark_logsource
 from spark_logsource.api import make_format
-from spark_logsource.arrow.pipe import encode_task, serve
+from spark_logsource.arrow.pipe import encode_format, encode_split, serve
 
 XLOG = "tarantool/test/xlog/reader/v13"
 SAKILA = "mysql-binlog/osheroff/mysql-bin.sakila.gz"
@@ -25,7 +25,8 @@ def request(fmt: str, path: str, columns: list[str] | None = None, **options: st
     log_format = make_format(fmt, path, options)
     names = log_format.schema().names if columns is None else columns
     splits = log_format.plan(log_format.list_files())
-    lines = [f"{encode_task(log_format, split)}\n" + "\t".join(names) + "\n" for split in splits]
+    head = encode_format(log_format)
+    lines = [f"{head}\n{encode_split(split)}\n" + "\t".join(names) + "\n" for split in splits]
     return "".join(lines).encode(), log_format.schema()
 
 
@@ -87,7 +88,7 @@ def test_a_damaged_file_ends_the_stream_and_the_status_names_file_and_offset(fix
 def test_a_bug_ends_the_worker_after_its_status(fixtures_dir: Path) -> None:
     good, _ = request("tarantool-xlog", str(fixtures_dir / XLOG / "00000000000000000000.ok.xlog"))
     out = io.BytesIO()
-    serve(io.BytesIO(b"not a task\n\n" + good), out)
+    serve(io.BytesIO(b"not a task\nnor a split\n\n" + good), out)
     [(table, status)] = answers(out.getvalue())  # the good task after it was not served
     assert status.startswith("error internal ") and table.num_rows == 0
 

@@ -94,9 +94,14 @@ def connect_spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = (SparkSession.builder.remote("local[2]").appName("spark-logsource-connect-tests")
-               .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
+    from spark_logsource.spark.columnar import arrow_pipe_jar
+
+    builder = SparkSession.builder.remote("local[2]").appName("spark-logsource-connect-tests")
+    jar = arrow_pipe_jar()  # the columnar JVM reader on the server's class path, when built
+    if jar is not None:
+        builder = builder.config("spark.jars", jar)
+    session = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2") \
+        .getOrCreate()
     yield session
     session.stop()
 

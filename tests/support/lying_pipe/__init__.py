@@ -16,12 +16,16 @@ import pyarrow as pa
 
 from spark_logsource.arrow import pipe
 
+#: Every module of this package, for the static setting that lets the JVM run them
+#: (``spark.logsource.arrowPipe.extraModules``, set by the test session: tests/conftest.py).
+MODULES = ",".join(f"tests.support.lying_pipe.{mode}" for mode in ("lie", "die", "silent"))
+
 
 def main(mode: Literal["lie", "die", "silent"]) -> int:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
-    task = source.readline()
+    format_line, split_line = source.readline(), source.readline()
     columns = [c for c in source.readline().decode().rstrip("\n").split("\t") if c]
-    fmt, split = pipe.decode_task(task.decode().strip())
+    fmt, split = pipe.decode_task(format_line.decode().strip(), split_line.decode().strip())
     schema = pipe.projected(fmt.schema(), columns)
     batches = [b.select(columns) for b in fmt.read_split(split) if b.num_rows]
     if mode == "silent":  # exits before writing anything

@@ -15,7 +15,9 @@ import org.apache.spark.sql.vectorized.ArrowColumnVector;
  *   <li>A decimal of at most 18 digits is read as the {@code long} it is, into {@link Decimal#createUnsafe}, where
  *       Spark's accessor builds a {@code java.math.BigDecimal} for every value (a quarter of the JVM's time on
  *       typed rows, docs/spark-speed.md). Arrow's decimal128 is a 16-byte little-endian two's-complement integer,
- *       so a value of at most 18 digits is its low 8 bytes, read as a signed long.
+ *       so a value of at most 18 digits is its low 8 bytes, read as a signed long. The fast path is taken only
+ *       when the vector's precision is at most 18, its scale is the one Spark asks for, the high 8 bytes are the
+ *       low ones' sign, and the value has at most the asked digits; anything else goes through Spark's path.
  * </ul>
  *
  * Struct children are wrapped the same way, so nested fields (a row image's columns) get both changes.
@@ -24,13 +26,23 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   private static final int DECIMAL_BYTES = 16;
   private static final int LONG_DIGITS = 18;
+  private static final long[] POWERS_OF_TEN = new long[LONG_DIGITS + 1];
+
+  static {
+    POWERS_OF_TEN[0] = 1;
+    for (int i = 1; i <= LONG_DIGITS; i++) {
+      POWERS_OF_TEN[i] = POWERS_OF_TEN[i - 1] * 10;
+    }
+  }
 
   private final DecimalVector decimals;
   private final BorrowedArrowColumnVector[] children;
 
   BorrowedArrowColumnVector(ValueVector vector) {
     super(vector);
-    decimals = vector instanceof DecimalVector ? (DecimalVector) vector : null;
+    // Only where the Arrow vector itself holds at most 18 digits: then every value is a long, whatever Spark asks.
+    decimals = vector instanceof DecimalVector && ((DecimalVector) vector).getPrecision() <= LONG_DIGITS
+        ? (DecimalVector) vector : null;
     if (vector instanceof StructVector) {
       StructVector struct = (StructVector) vector;
       children = new BorrowedArrowColumnVector[struct.size()];
@@ -44,13 +56,19 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   @Override
   public Decimal getDecimal(int rowId, int precision, int scale) {
-    if (decimals == null || precision > LONG_DIGITS) {
+    if (decimals == null || precision > LONG_DIGITS || scale != decimals.getScale()) {
       return super.getDecimal(rowId, precision, scale);
     }
     if (decimals.isNull(rowId)) {
       return null;
     }
-    long unscaled = decimals.getDataBuffer().getLong((long) rowId * DECIMAL_BYTES);
+    long offset = (long) rowId * DECIMAL_BYTES;
+    long unscaled = decimals.getDataBuffer().getLong(offset);
+    if (decimals.getDataBuffer().getLong(offset + Long.BYTES) != (unscaled >> 63)
+        || Math.abs(unscaled) >= POWERS_OF_TEN[precision]) {
+      // Not a value of this precision (a damaged one): Spark's own path, which refuses it.
+      return super.getDecimal(rowId, precision, scale);
+    }
     return Decimal.createUnsafe(unscaled, precision, scale);
   }
 

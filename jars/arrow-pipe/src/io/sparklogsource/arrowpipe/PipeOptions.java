@@ -2,51 +2,79 @@ package io.sparklogsource.arrowpipe;
 
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 
+import org.apache.spark.SparkEnv;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * What the Python planner passes: the worker's Python and module, a label for plans, and one opaque task per
- * split ({@code task.0}, {@code task.1}, ...). The tasks hold no credential: the planner refuses formats whose
- * options carry one.
+ * What the Python planner passes: the format (pickled once), one opaque split per task ({@code split.0},
+ * {@code split.1}, ...) and a label for plans. The planner refuses formats holding a credential.
+ *
+ * <p>Which program a task runs is not an option: the interpreter is pyspark's ({@code spark.pyspark.python}, then
+ * {@code PYSPARK_PYTHON}, then {@code python3}) and the module is {@link #WORKER_MODULE}, unless the static
+ * setting {@code spark.logsource.arrowPipe.extraModules} (fixed when the application starts, out of reach of SQL's
+ * {@code SET}) lists another one, as the tests do for their misbehaving workers.
  */
 final class PipeOptions implements Serializable {
 
   private static final long serialVersionUID = 1L;
 
-  final String python;
+  static final String WORKER_MODULE = "spark_logsource.arrow.pipe";
+  static final String EXTRA_MODULES = "spark.logsource.arrowPipe.extraModules";
+
   final String module;
   final String label;
-  final List<String> tasks;
+  final String format;
+  final List<String> splits;
 
-  private PipeOptions(String python, String module, String label, List<String> tasks) {
-    this.python = python;
+  private PipeOptions(String module, String label, String format, List<String> splits) {
     this.module = module;
     this.label = label;
-    this.tasks = tasks;
+    this.format = format;
+    this.splits = splits;
   }
 
   static PipeOptions from(CaseInsensitiveStringMap options) {
-    String count = options.get("tasks");
-    if (count == null) {
+    String count = options.get("splits");
+    String format = options.get("format");
+    if (count == null || format == null) {
       throw new IllegalArgumentException(
           ArrowPipeSource.NAME + " reads only what spark_logsource.spark.columnar.read_columnar planned");
     }
     int n = Integer.parseInt(count);
-    List<String> tasks = new ArrayList<>(n);
+    List<String> splits = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      String task = options.get("task." + i);
-      if (task == null) {
-        throw new IllegalArgumentException(ArrowPipeSource.NAME + ": task." + i + " is missing");
+      String split = options.get("split." + i);
+      if (split == null) {
+        throw new IllegalArgumentException(ArrowPipeSource.NAME + ": split." + i + " is missing");
       }
-      tasks.add(task);
+      splits.add(split);
     }
-    return new PipeOptions(
-        options.getOrDefault("python", ""),
-        options.getOrDefault("module", "spark_logsource.arrow.pipe"),
-        options.getOrDefault("label", ""),
-        Collections.unmodifiableList(tasks));
+    String module = options.getOrDefault("module", WORKER_MODULE);
+    if (!module.equals(WORKER_MODULE) && !allowedModules().contains(module)) {
+      throw new IllegalArgumentException(ArrowPipeSource.NAME + ": worker module " + module + " is not "
+          + WORKER_MODULE + " and not listed in " + EXTRA_MODULES);
+    }
+    return new PipeOptions(module, options.getOrDefault("label", ""), format, Collections.unmodifiableList(splits));
+  }
+
+  private static List<String> allowedModules() {
+    SparkEnv env = SparkEnv.get();
+    String listed = env == null ? "" : env.conf().get(EXTRA_MODULES, "");
+    return Arrays.asList(listed.split(","));
+  }
+
+  /** pyspark's own choice of interpreter, made where the task runs. */
+  static String python() {
+    SparkEnv env = SparkEnv.get();
+    String conf = env == null ? null : env.conf().get("spark.pyspark.python", null);
+    if (conf != null && !conf.isEmpty()) {
+      return conf;
+    }
+    String variable = System.getenv("PYSPARK_PYTHON");
+    return variable == null || variable.isEmpty() ? "python3" : variable;
   }
 }

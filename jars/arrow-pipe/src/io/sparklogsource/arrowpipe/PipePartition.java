@@ -8,10 +8,10 @@ final class PipePartition implements InputPartition {
   private static final long serialVersionUID = 1L;
 
   final int index;
-  final String task;
+  final String split;
 
-  PipePartition(int index, String task) {
+  PipePartition(int index, String split) {
     this.index = index;
-    this.task = task;
+    this.split = split;
   }
 }

@@ -8,9 +8,11 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.TaskInterruptListener;
 
 /**
  * One task: borrows a Python worker, sends it the task and reads its Arrow IPC stream as columnar batches. The
@@ -18,7 +20,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * status carries our decoder's message, which names the file and the offset.
  *
  * <p>{@link #close()} (Spark calls it when the task ends, however it ends) gives the worker back after a whole
- * answer, and destroys it otherwise (a LIMIT reached, a killed task, a failure): it may still be writing.
+ * answer (an {@code ok}, or one of our errors after a complete stream), and destroys it otherwise (a LIMIT
+ * reached, a failure): it may still be writing. A killed task destroys its worker at once, so that a read blocked
+ * on its pipe returns.
  */
 final class PipeReader implements PartitionReader<ColumnarBatch> {
 
@@ -29,30 +33,35 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
   private final ArrowStreamReader reader;
   private ColumnarBatch batch;
   private long rows;
-  private boolean answered;
+  private boolean checkedNames;
+  /** The worker answered the whole task and is in step for the next one. */
+  private boolean inStep;
 
-  PipeReader(String python, String module, String[] columns, PipePartition partition) {
+  PipeReader(String module, String format, String[] columns, PipePartition partition) {
     this.columns = columns;
     this.partition = partition;
-    String exe = python.isEmpty() ? pythonFromEnvironment() : python;
-    worker = WorkerPool.borrow(exe, module);
+    worker = WorkerPool.borrow(PipeOptions.python(), module);
     try {
-      worker.send(partition.task, columns);
+      allocator = new RootAllocator(Long.MAX_VALUE);
+      reader = new ArrowStreamReader(worker.stream(), allocator);
+    } catch (RuntimeException e) {
+      worker.destroy();
+      throw e;
+    }
+    TaskContext task = TaskContext.get();
+    if (task != null) {
+      task.addTaskInterruptListener((TaskInterruptListener) (context, reason) -> worker.destroy());
+    }
+    try {
+      worker.send(format, partition.split, columns);
     } catch (IOException e) {
       // The worker died before taking the task: the first next() reports its exit.
     }
-    allocator = new RootAllocator(Long.MAX_VALUE);
-    reader = new ArrowStreamReader(worker.stream(), allocator);
-  }
-
-  private static String pythonFromEnvironment() {
-    String env = System.getenv("PYSPARK_PYTHON");
-    return env == null || env.isEmpty() ? "python3" : env;
   }
 
   @Override
   public boolean next() throws IOException {
-    if (answered) {
+    if (inStep) {
       return false;
     }
     boolean loaded;
@@ -67,9 +76,9 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
     }
     VectorSchemaRoot root = reader.getVectorSchemaRoot();
     List<FieldVector> vectors = root.getFieldVectors();
-    if (vectors.size() != columns.length) {
-      throw new PipeException(where() + "the worker wrote " + vectors.size() + " columns, " + columns.length
-          + " were asked for", null);
+    if (!checkedNames) {
+      checkNames(vectors);
+      checkedNames = true;
     }
     ColumnVector[] wrapped = new ColumnVector[vectors.size()];
     for (int i = 0; i < wrapped.length; i++) {
@@ -80,19 +89,34 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
     return true;
   }
 
+  private void checkNames(List<FieldVector> vectors) {
+    boolean same = vectors.size() == columns.length;
+    for (int i = 0; same && i < columns.length; i++) {
+      same = vectors.get(i).getName().equals(columns[i]);
+    }
+    if (!same) {
+      throw new PipeException(where() + "the worker wrote other columns than the " + columns.length
+          + " asked for", null);
+    }
+  }
+
   /** After the end marker: the status line decides whether the stream was whole. */
   private void finish() throws IOException {
     String status = worker.readStatus();
     if (status == null) {
       throw workerFailure("it ended without a status line", null);
     }
+    if (status.startsWith("error internal ")) {
+      throw new PipeException(where() + status.substring("error ".length()), null);
+    }
     if (status.startsWith("error ")) {
+      inStep = true;  // one of our errors, after a complete stream: the worker serves the next task
       throw new PipeException(where() + status.substring("error ".length()), null);
     }
     if (!status.equals("ok " + rows)) {
       throw new PipeException(where() + "the worker said '" + status + "' after " + rows + " rows", null);
     }
-    answered = true;
+    inStep = true;
   }
 
   private PipeException workerFailure(String what, Throwable cause) {
@@ -114,13 +138,16 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
   @Override
   public void close() throws IOException {
     try {
-      reader.close();
-    } finally {
-      allocator.close();
-      if (answered) {
+      if (inStep) {
         WorkerPool.giveBack(worker);
       } else {
         worker.destroy();
+      }
+    } finally {
+      try {
+        reader.close();
+      } finally {
+        allocator.close();
       }
     }
   }

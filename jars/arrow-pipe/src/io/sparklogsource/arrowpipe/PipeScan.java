@@ -24,7 +24,7 @@ final class PipeScan implements Scan, Batch {
 
   @Override
   public String description() {
-    return ArrowPipeSource.NAME + " " + options.label + " [" + options.tasks.size() + " tasks]";
+    return ArrowPipeSource.NAME + " " + options.label + " [" + options.splits.size() + " splits]";
   }
 
   @Override
@@ -34,15 +34,15 @@ final class PipeScan implements Scan, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    InputPartition[] partitions = new InputPartition[options.tasks.size()];
+    InputPartition[] partitions = new InputPartition[options.splits.size()];
     for (int i = 0; i < partitions.length; i++) {
-      partitions[i] = new PipePartition(i, options.tasks.get(i));
+      partitions[i] = new PipePartition(i, options.splits.get(i));
     }
     return partitions;
   }
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new PipeReaderFactory(options.python, options.module, readSchema.fieldNames());
+    return new PipeReaderFactory(options.module, options.format, readSchema.fieldNames());
   }
 }

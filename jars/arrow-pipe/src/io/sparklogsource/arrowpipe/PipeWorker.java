@@ -21,12 +21,25 @@ final class PipeWorker {
   private final Process process;
   private final OutputStream stdin;
   private final InputStream stdout;
+  /** Set by {@link #destroy()} (a killed task may call it from another thread): never lent again. */
+  private volatile boolean destroyed;
 
   private PipeWorker(String key, Process process) {
     this.key = key;
     this.process = process;
     this.stdin = process.getOutputStream();
     this.stdout = new BufferedInputStream(process.getInputStream(), 1 << 20);
+  }
+
+  /** Sends one task: the format, the split and the asked columns, each one line. */
+  void send(String format, String split, String[] columns) throws IOException {
+    stdin.write(format.getBytes(StandardCharsets.US_ASCII));
+    stdin.write('\n');
+    stdin.write(split.getBytes(StandardCharsets.US_ASCII));
+    stdin.write('\n');
+    stdin.write(String.join("\t", columns).getBytes(StandardCharsets.UTF_8));
+    stdin.write('\n');
+    stdin.flush();
   }
 
   static PipeWorker start(String python, String module) {
@@ -37,15 +50,6 @@ final class PipeWorker {
     } catch (IOException e) {
       throw new PipeException("cannot start " + python + " -m " + module + ": " + e.getMessage(), e);
     }
-  }
-
-  /** Sends one task; the answer is read from {@link #stream()} then {@link #readStatus()}. */
-  void send(String task, String[] columns) throws IOException {
-    stdin.write(task.getBytes(StandardCharsets.US_ASCII));
-    stdin.write('\n');
-    stdin.write(String.join("\t", columns).getBytes(StandardCharsets.UTF_8));
-    stdin.write('\n');
-    stdin.flush();
   }
 
   /** The worker's stdout for one Arrow stream reader: closing it leaves the worker's pipe open for the next task. */
@@ -76,7 +80,7 @@ final class PipeWorker {
   }
 
   boolean isAlive() {
-    return process.isAlive();
+    return !destroyed && process.isAlive();
   }
 
   /** The exit status once the worker ended (waits up to a few seconds for it), else null. */
@@ -92,6 +96,17 @@ final class PipeWorker {
   }
 
   void destroy() {
+    destroyed = true;
     process.destroyForcibly();
+    try {
+      stdin.close();
+    } catch (IOException e) {
+      // Already broken: the process is gone either way.
+    }
+    try {
+      stdout.close();
+    } catch (IOException e) {
+      // As above.
+    }
   }
 }

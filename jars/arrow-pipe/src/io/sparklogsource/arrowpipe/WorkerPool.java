@@ -4,18 +4,20 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The idle Python workers of this JVM (an executor), reused by its tasks as pyspark reuses its own: a worker is
  * given back only after it answered a whole task with {@code ok}; any other end destroys it. Idle workers end
  * with the JVM: their stdin closes, and they exit.
  */
-final class WorkerPool {
+public final class WorkerPool {
 
-  /** Idle workers kept per interpreter and module; more are destroyed when given back. */
-  private static final int MAX_IDLE = 8;
+  /** Idle workers kept per interpreter and module (one per core at least); more are destroyed when given back. */
+  private static final int MAX_IDLE = Math.max(8, Runtime.getRuntime().availableProcessors());
 
   private static final Map<String, Deque<PipeWorker>> IDLE = new HashMap<>();
+  private static final AtomicLong STARTED = new AtomicLong();
 
   static {
     Runtime.getRuntime().addShutdownHook(new Thread(WorkerPool::destroyIdle, "spark-logsource-pipe-workers"));
@@ -32,9 +34,16 @@ final class WorkerPool {
         if (worker.isAlive()) {
           return worker;
         }
+        worker.destroy();  // its pipes, at once rather than at garbage collection
       }
     }
+    STARTED.incrementAndGet();
     return PipeWorker.start(python, module);
+  }
+
+  /** How many workers this JVM has started (for tests and metrics: reuse shows as a count that stays put). */
+  public static long started() {
+    return STARTED.get();
   }
 
   static void giveBack(PipeWorker worker) {
