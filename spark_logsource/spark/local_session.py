@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from spark_logsource.errors import QueryError
 from spark_logsource.spark import register_all
+from spark_logsource.spark.columnar import arrow_pipe_jar
 
 #: A line naming one of our errors inside a Python traceback that Spark wraps into its own message.
 _OUR_ERROR = re.compile(r"^spark_logsource\.errors\.\w+: (.+)$", re.MULTILINE)
@@ -25,6 +26,9 @@ def local_spark(app_name: str, master: str | None, pushdown: bool) -> Iterator[A
         builder = builder.master(master)
     builder = builder.config("spark.sql.python.filterPushdown.enabled", "true" if pushdown else "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
+    jar = arrow_pipe_jar()  # the columnar JVM reader, for `sql --columnar`, when it was built
+    if jar is not None:
+        builder = builder.config("spark.jars", jar)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:

@@ -13,6 +13,7 @@ import yaml
 
 import spark_logsource
 from spark_logsource.cli import main
+from spark_logsource.spark.columnar import arrow_pipe_jar
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,14 +89,18 @@ def test_cat_error_names_the_problem(capsys, tmp_path) -> None:
     assert "does not exist" in capsys.readouterr().err
 
 
-def test_sql_main_job_on_shipped_samples() -> None:
-    """The README's main job: a Spark SQL query over samples/tarantool (written by a real Tarantool)."""
+@pytest.mark.parametrize("columnar", [False, True], ids=["data-source", "columnar"])
+def test_sql_main_job_on_shipped_samples(columnar: bool) -> None:
+    """The README's main job: a Spark SQL query over samples/tarantool (written by a real Tarantool); with
+    ``--columnar``, the same through the columnar JVM reader."""
+    if columnar and arrow_pipe_jar() is None:
+        pytest.fail("jars/arrow-pipe.jar is not built: scripts/setup.sh builds it")
     samples = REPO / "samples" / "tarantool"
     assert any(samples.glob("*/*.xlog")), "samples/tarantool ships xlogs made by samples/make_tarantool_samples.sh"
     query = "SELECT type, count(*) AS n FROM xlog WHERE file_type = 'XLOG' GROUP BY type ORDER BY type"
     out = subprocess.run([sys.executable, "-m", "spark_logsource.cli", "sql", query, "--format", "json",
                           "--view", f"xlog=tarantool-xlog:{samples}", "--option", "xlog.recursiveFileLookup=true",
-                          "--master", "local[1]"],
+                          "--master", "local[1]", *(["--columnar"] if columnar else [])],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     got = {r["type"]: r["n"] for r in map(json.loads, out.stdout.splitlines())}
@@ -105,6 +110,13 @@ def test_sql_main_job_on_shipped_samples() -> None:
         if ftype == "XLOG":
             want[kind] = want.get(kind, 0) + 1
     assert got == want and sum(got.values()) > 0
+    if columnar:  # and it was the columnar reader that read them
+        plan = subprocess.run([sys.executable, "-m", "spark_logsource.cli", "sql", f"EXPLAIN {query}", "--format",
+                               "json", "--view", f"xlog=tarantool-xlog:{samples}", "--option",
+                               "xlog.recursiveFileLookup=true", "--master", "local[1]", "--columnar"],
+                              capture_output=True, text=True, timeout=600)
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        assert "logsource-arrow-pipe" in plan.stdout
 
 
 def test_cat_output_is_valid_utf8_json_even_for_invalid_utf8_strings(tarantool_workloads) -> None:
