@@ -10,7 +10,12 @@ Starts a real tarantool on loopback (``tests/support/servers/tarantool_live.py``
    (not framed, not decoded; their count is taken once beforehand by framing them). Prints rows/s (best of
    ``--repeat`` runs each: the machine may be shared) and the ratios to xlog.pairs() (the floor is 0.5×) and to
    the drain, by wall time and by the reader's own CPU time (the live wall time also waits for the server's
-   relay, which writes one row per syscall, and for the scheduler).
+   relay, which writes one row per syscall, and for the scheduler). Then the range read in parts over several
+   connections at once (``iter_batches`` with ``connections=N`` for each N of ``--connections``, default 1,2,4,8:
+   one relay thread per connection on the server) and the drain over the same N connections; and, unless
+   ``--no-spark``, ``spark.read.format("tarantool-replication")`` of the range into the ``noop`` sink in
+   ``local[2]`` with the same numbers of ``connections`` (one Spark task a part; CPU of the JVM and its Python
+   workers).
 2. **Latency**: a Lua fiber commits ``--rate`` single-row transactions per second (default 10 000) for
    ``--seconds``; the reader (``batchSize=1``: every network read is handed over at once) records, per row,
    arrival time minus the row's WAL timestamp. Prints p50 / p99 / max and the rate actually written.
@@ -24,13 +29,16 @@ Starts a real tarantool on loopback (``tests/support/servers/tarantool_live.py``
    micro-batches and their rows and durations.
 
 Usage: python3 benchmarks/bench_tarantool_live.py [--rows 1000000] [--rate 10000] [--seconds 20] [--no-spark]
+    [--connections 1,2,4,8] [--no-latency]
 (``--rows 0`` skips the backlog part.)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import resource
 import statistics
 import subprocess
@@ -43,8 +51,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from local_spark import spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
+from local_spark import spark_cpu, spark_session  # noqa: E402  (the benchmarks/ folder is sys.path[0])
 
+import spark_logsource  # noqa: E402
 from spark_logsource.registry import format_class  # noqa: E402
 from spark_logsource.tarantool.stream.live import make_offset  # noqa: E402
 from tests.support.servers.tarantool_live import LiveTarantool  # noqa: E402
@@ -88,6 +97,55 @@ def read_live(server: LiveTarantool, start: dict[int, int], end: dict[int, int],
         for batch in stream.read_slice(s):
             n += batch.num_rows
     return n
+
+
+def _range_options(server: LiveTarantool, start: dict[int, int], end: dict[int, int], **extra: object) -> dict:
+    return server.options(readTimeout=30, startingPosition=json.dumps({str(r): v for r, v in start.items()}),
+                          endingPosition=json.dumps({str(r): v for r, v in end.items()}), **extra)
+
+
+def read_parts(server: LiveTarantool, start: dict[int, int], end: dict[int, int], tuple_format: str,
+               connections: int) -> int:
+    """``iter_batches`` of the range: cut into ``connections`` parts read at once (1: one connection)."""
+    options = _range_options(server, start, end, tupleFormat=tuple_format, connections=connections)
+    return sum(b.num_rows for b in spark_logsource.iter_batches("tarantool-replication", [], **options))
+
+
+def spark_read(spark, server: LiveTarantool, start: dict[int, int], end: dict[int, int], connections: int,
+               count: bool = False) -> int:
+    """``spark.read`` of the range into ``noop`` (one task a part), or its row count."""
+    options = {k: str(v) for k, v in _range_options(server, start, end, tupleFormat="msgpack",
+                                                    connections=connections).items()}
+    df = spark.read.format("tarantool-replication").options(**options).load()
+    if count:
+        return int(df.count())
+    df.write.format("noop").mode("overwrite").save()
+    return sum(end.values()) - sum(start.values())
+
+
+def cut(start: dict[int, int], end: dict[int, int], parts: int) -> list[tuple[dict[int, int], dict[int, int]]]:
+    """The range of one origin in ``parts`` equal LSN ranges (as the reader's planner cuts it)."""
+    (origin,) = [r for r in end if end[r] > start.get(r, 0)]
+    first, last = start.get(origin, 0), end[origin]
+    points = [first + (last - first) * i // parts for i in range(parts + 1)]
+    return [({**start, origin: points[i]}, {**end, origin: points[i + 1]}) for i in range(parts)]
+
+
+def drain_parts(server: LiveTarantool, ranges: list[tuple[dict[int, int], int]]) -> int:
+    """The drain over one connection per part at once (a thread each: ``recv_into`` lets go of the GIL)."""
+    done = [0] * len(ranges)
+
+    def run(i: int) -> None:
+        done[i] = drain(server, ranges[i][0], ranges[i][1])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(ranges))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if sum(done) != sum(n for _, n in ranges):
+        raise RuntimeError("a drain thread failed")
+    return sum(done)
 
 
 def _subscribed(server: LiveTarantool, start: dict[int, int]):
@@ -152,32 +210,55 @@ def _cpu() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def timed(fn) -> tuple[int, float, float]:
+def timed(fn, cpu=_cpu) -> tuple[int, float, float]:
     """(rows, wall seconds, CPU seconds of the reader: this process or the xlog.pairs() child, not the server)."""
-    began, cpu = time.perf_counter(), _cpu()
+    began, cpu_began = time.perf_counter(), cpu()
     n = fn()
-    return n, time.perf_counter() - began, _cpu() - cpu
+    return n, time.perf_counter() - began, cpu() - cpu_began
 
 
-def backlog(server: LiveTarantool, workdir: Path, rows: int, repeat: int) -> None:
+def backlog(server: LiveTarantool, workdir: Path, rows: int, repeat: int, connections: list[int], spark) -> None:
     start = server.vclock()
     began = time.perf_counter()
     server.eval(BACKLOG_LUA.format(rows=rows), timeout=600)
     end = server.vclock()
     print(f"wrote {rows} rows in {time.perf_counter() - began:.1f} s; vclock {start} -> {end}")
+    parts = {n: [(a, relay_bytes(server, a, b)) for a, b in cut(start, end, n)] for n in connections if n > 1}
     nbytes = relay_bytes(server, start, end)
     rows_per_byte = (sum(end.values()) - sum(start.values())) / nbytes
     print(f"the relay sends {nbytes:,} bytes for these rows")
-    results = {}
-    for name, fn in [
-        ("xlog.pairs() (Lua, server files)", lambda: pairs_rows(server, workdir)),
-        ("drain: relay bytes, not decoded", lambda: round(drain(server, start, nbytes) * rows_per_byte)),
-        ("live, tupleFormat=msgpack", lambda: read_live(server, start, end, "msgpack")),
-        ("live, tupleFormat=variant", lambda: read_live(server, start, end, "variant")),
-    ]:
-        n, seconds, cpu = min((timed(fn) for _ in range(repeat)), key=lambda m: m[1])  # best of `repeat`
-        results[name] = (n, seconds, cpu)
-        print(f"{name:36s} {n:>9d} rows {seconds:7.2f} s {n / seconds:>12,.0f} rows/s")
+    readers = [
+        ("xlog.pairs() (Lua, server files)", lambda: pairs_rows(server, workdir), _cpu),
+        ("drain: relay bytes, not decoded", lambda: round(drain(server, start, nbytes) * rows_per_byte), _cpu),
+        ("live, tupleFormat=msgpack", lambda: read_live(server, start, end, "msgpack"), _cpu),
+        ("live, tupleFormat=variant", lambda: read_live(server, start, end, "variant"), _cpu),
+    ]
+    for n in connections:
+        if n > 1:
+            readers.append((f"drain over {n} connections", lambda n=n: round(
+                drain_parts(server, parts[n]) * rows_per_byte), _cpu))
+        readers.append((f"iter_batches msgpack, connections={n}",
+                        lambda n=n: read_parts(server, start, end, "msgpack", n), _cpu))
+        if n > 1:
+            readers.append((f"iter_batches variant, connections={n}",
+                            lambda n=n: read_parts(server, start, end, "variant", n), _cpu))
+    if spark is not None:
+        for n in connections:
+            got = spark_read(spark, server, start, end, n, count=True)
+            if got != sum(end.values()) - sum(start.values()):
+                raise SystemExit(f"Spark read with connections={n}: {got} rows")
+            readers.append((f"Spark local[2] -> noop, connections={n}",
+                            lambda n=n: spark_read(spark, server, start, end, n), spark_cpu(spark)))
+    # Rounds of every reader in turn, best of `repeat` per reader: a change of the machine's load (it is shared)
+    # falls on every reader alike.
+    runs: dict[str, list[tuple[int, float, float]]] = {name: [] for name, _, _ in readers}
+    for round_ in range(repeat):
+        for name, fn, cpu in readers:
+            n, seconds, used = timed(fn, cpu)
+            runs[name].append((n, seconds, used))
+            print(f"{round_} {name:42s} {n:>9d} rows {seconds:7.2f} s {n / seconds:>12,.0f} rows/s "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    results = {name: min(m, key=lambda r: r[1]) for name, m in runs.items()}
     pairs_n, pairs_s, pairs_cpu = results["xlog.pairs() (Lua, server files)"]
     drain_n, drain_s, _ = results["drain: relay bytes, not decoded"]
     print()
@@ -187,6 +268,7 @@ def backlog(server: LiveTarantool, workdir: Path, rows: int, repeat: int) -> Non
     for name, (n, seconds, cpu) in results.items():
         print(f"| {name} | {n / seconds:,.0f} | {(n / seconds) / (pairs_n / pairs_s):.2f} | "
               f"{(n / seconds) / (drain_n / drain_s):.2f} | {cpu:.2f} | {(n / cpu) / (pairs_n / pairs_cpu):.2f} |")
+    print("(× drain: the one-connection drain; Spark's CPU is the JVM's with its Python workers)")
 
 
 def latency(server: LiveTarantool, rate: int, seconds: float) -> None:
@@ -290,6 +372,8 @@ def main() -> None:
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark latency part")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per reader")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--connections", default="1,2,4,8", help="the numbers of connections to read the backlog over")
+    parser.add_argument("--no-latency", action="store_true", help="skip both latency parts")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
@@ -298,7 +382,9 @@ def main() -> None:
     server.start()
     try:
         if args.rows > 0:
-            backlog(server, workdir, args.rows, args.repeat)
+            backlog(server, workdir, args.rows, args.repeat, [int(n) for n in args.connections.split(",")], spark)
+        if args.no_latency:
+            return
         latency(server, args.rate, args.seconds)
         if spark is not None:
             spark_latency(spark, server, workdir, args.rate, args.seconds, args.warmup)

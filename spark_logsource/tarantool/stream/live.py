@@ -185,7 +185,12 @@ class LiveStream(LogStream):
                               "(a different or re-bootstrapped server); start a new query (new checkpoint)")
 
     def initial_offset(self) -> Offset:
-        return self.resolve_position(self.fmt.starting_position)
+        # Resolved once per stream: Spark may ask again for the same start, and "latest" must not move meanwhile
+        # (a later answer past the end it was already given makes the range's end precede its start).
+        if getattr(self, "_initial", None) is None:
+            self._initial = offset_json(self.resolve_position(self.fmt.starting_position))
+        offset: Offset = json.loads(self._initial)  # a copy the caller may change
+        return offset
 
     def resolve_position(self, spec: str) -> Offset:
         """The offset of a ``startingPosition`` / ``endingPosition`` value."""
@@ -428,8 +433,8 @@ class _RangeReader:
                 if other or len(bounds) >= limit or self._due(len(bounds)) <= 0:
                     # A whole batch, a packet of another kind next, or no row surely coming: decode now. Rows
                     # count as received only when decoded, so a lost connection resumes before the framed ones.
-                    last_row = time.monotonic()
                     yield from self._take(bytes(payload), bounds)
+                    last_row = time.monotonic()  # after the hand-over: a consumer's pause is no server stall
                     payload, bounds = bytearray(), []
                     conn.position = self.position()
                 else:
@@ -445,8 +450,8 @@ class _RangeReader:
             payload, bounds = self._rows_of([raw])
             now = time.monotonic()
             if bounds:
-                last_row = now
                 yield from self._take(bytes(payload), bounds)
+                last_row = time.monotonic()
                 conn.position = self.position()
                 payload, bounds = bytearray(), []
             elif now - last_row > self.fmt.read_timeout:
