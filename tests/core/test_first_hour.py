@@ -56,6 +56,7 @@ PATHS: dict[str, dict[str, str]] = {
     "for batch in spark_logsource.iter_batches(": {'"binlog.000001"': f'"{FULL_IMAGE}"',
                                                    '"binlog.000002"': f'"{MYSQL / "compressed.000001"}"'},
     'orders = (spark.read.format("mysql-binlog")': {"/var/lib/mysql/": str(FULL_IMAGE)},
+    'orders = read_columnar(spark, "mysql-binlog"': {"/data/binlogs/": str(FULL_IMAGE)},
     "spark-logsource cat /var/lib/tarantool ": {"/var/lib/tarantool": str(TXN)},
     "spark-logsource cat /var/lib/mysql/": {"/var/lib/mysql/binlog.000042": str(FULL_IMAGE)},
     "spark-logsource cat capture.tap": {"capture.tap": str(TAP)},
@@ -176,7 +177,7 @@ def test_readme_opens_with_the_two_commands():
 #: The python blocks the tests below run (first words); a python block not here must be all NOT_RUN statements.
 RUN_BLOCKS = ('df = spark.read.format("tarantool-xlog")', "import spark_logsource",
               'users = spark.read.format("tarantool-xlog").option("view", "space")',
-              'orders = (spark.read.format("mysql-binlog")')
+              'orders = (spark.read.format("mysql-binlog")', "from pyspark.sql import SparkSession")
 
 
 def test_every_readme_block_is_run_or_says_why_not():
@@ -245,6 +246,20 @@ def test_readme_typed_examples(spark):
         (letters[o["op"]], None if not a else int(a["@1"]), None if a.get("@6") is None else Decimal(a["@6"]))
         for o, a in zip(oracle, image, strict=True))
     assert all(r[3] for r in rows)  # source.gtid
+
+
+@pytest.mark.spark
+def test_readme_columnar_example(spark):
+    ran = Ran()
+    namespace: dict[str, Any] = {"spark": spark, **NAMES}
+    run_python(_block("from pyspark.sql import SparkSession").text, namespace, ran)
+    assert namespace["spark"] is spark  # getOrCreate: the suite's session, which carries the jar
+    ours = namespace["orders"]
+    theirs = spark.read.format("mysql-binlog").option("view", "table").option("table", "shop.orders") \
+        .load(str(FULL_IMAGE))
+    key = ["op", "after.id", "after.price", "source.pos", "source.row_index"]
+    assert sorted(map(tuple, ours.select(*key).collect())) == sorted(map(tuple, theirs.select(*key).collect()))
+    assert ours.count() > 0
 
 
 def test_readme_arrow_examples():
