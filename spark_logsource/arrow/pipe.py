@@ -54,6 +54,11 @@ def encode_format(fmt: LogFormat) -> str:
     return _encode(fmt)
 
 
+def encode_pickled(data: bytes) -> str:
+    """A format already pickled (by a caller that inspected the pickling) as :func:`encode_format`'s line."""
+    return base64.b64encode(zlib.compress(data)).decode()
+
+
 def encode_split(split: Split) -> str:
     """``split`` as one ASCII line."""
     return _encode(split)
@@ -94,7 +99,7 @@ def one_line(text: str) -> str:
 
 
 class SinkError(Exception):
-    """Writing to the JVM failed mid-message: the stream cannot be ended cleanly, so the worker stops."""
+    """Writing to the JVM failed (it stopped reading): the stream cannot be ended cleanly, so the worker stops."""
 
 
 def _status(exc: BaseException, ours: bool) -> bytes:
@@ -137,7 +142,7 @@ class Worker:
         for batch in _guarded(selected(fmt.read_split(split), columns, tally), failures):
             try:
                 writer.write_batch(batch)
-            except Exception as exc:
+            except OSError as exc:  # the JVM stopped reading; anything else is a bug, and its traceback shows
                 raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
             rows += batch.num_rows
         writer.close()

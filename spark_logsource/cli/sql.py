@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from spark_logsource.spark.columnar import FILE_FORMATS, read_columnar
     from spark_logsource.spark.local_session import local_spark
 
-    with local_spark("spark-logsource sql", args.master, args.pushdown) as spark:
+    with local_spark("spark-logsource sql", args.master, args.pushdown, columnar=args.columnar) as spark:
         options = _view_options(args.option)
         live = 0
         for spec in args.view:
@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
                 add_password(view_options, server, args)
                 live += 1
             paths = path.split(",") if "," in path else path
-            if args.columnar and cls.name in FILE_FORMATS:
+            # a view holding a password (schemaFrom a server) stays on the data source: the columnar reader refuses it
+            secret = any(k.lower() == "password" for k in view_options)
+            if args.columnar and cls.name in FILE_FORMATS and not secret:
                 read_columnar(spark, cls.name, paths, **view_options).createOrReplaceTempView(name)
             else:
                 spark.read.format(fmt).options(**view_options).load(paths).createOrReplaceTempView(name)

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from spark_logsource.api import make_format
-from spark_logsource.arrow.pipe import encode_format, encode_split
+from spark_logsource.arrow.pipe import encode_pickled, encode_split
 from spark_logsource.errors import OptionError
 from spark_logsource.logformat import LogFormat
 from spark_logsource.net import Secret
@@ -67,13 +67,14 @@ def read_columnar(spark: Any, fmt: str, paths: str | Sequence[str], *, worker_mo
         if key.lower() == "password":
             raise OptionError(key, "read_columnar does not carry credentials (the format travels pickled in "
                               "Spark's options): read with spark.read.format(...) instead")
-        if isinstance(value, str) and "://" in value:
-            refuse_secret_in_path(value)
+        if "://" in str(value):
+            refuse_secret_in_path(str(value))
     log_format = make_format(name, paths, options)
-    refuse_held_secrets(log_format)
     splits = log_format.plan(log_format.list_files())
-    reader = spark.read.format(JVM_SOURCE).schema(spark_schema(log_format.schema()))
-    reader = reader.option("module", worker_module).option("format", encode_format(log_format))
+    schema = spark_schema(log_format.schema())
+    pickled = pickled_without_secrets(log_format)  # after planning: what the tasks get is what was checked
+    reader = spark.read.format(JVM_SOURCE).schema(schema)
+    reader = reader.option("module", worker_module).option("format", encode_pickled(pickled))
     reader = reader.option("splits", str(len(splits)))
     reader = reader.option("label", f"{name}, {len({s.uri for s in splits})} files")
     for i, split in enumerate(splits):
@@ -89,18 +90,23 @@ def read_columnar(spark: Any, fmt: str, paths: str | Sequence[str], *, worker_mo
 
 
 def refuse_secret_in_path(path: str) -> None:
-    """A path with a password or a secret-looking query parameter would travel in Spark's options: refused."""
+    """A path with a password, a secret-looking query parameter (pyarrow reads credentials from a URI's query, as
+    Azure's ``client_secret``) or, for http/https, a user name (a token) would travel in Spark's options: refused.
+    A ``?`` followed by more path (``dt=2024-01-0?/shard_key=3/``) is a glob wildcard, not a query."""
     parts = urlsplit(path)
-    if parts.password is not None or any(_SECRET_KEY.search(key) for key, _ in parse_qsl(parts.query)):
+    web = parts.scheme.lower() in ("http", "https")
+    is_query = bool(parts.query) and (web or "/" not in parts.query)
+    query_secret = is_query and any(_SECRET_KEY.search(key) for key, _ in parse_qsl(parts.query))
+    if parts.password is not None or (web and parts.username is not None) or query_secret:
         raise OptionError("path", "read_columnar does not carry credentials in paths (they would travel in "
                           "Spark's options): give the storage its credentials through the environment")
 
 
 class _SecretFinder(pickle.Pickler):
-    """Pickles into nothing, noting every :class:`Secret` met on the way."""
+    """Pickles into ``out``, noting every :class:`Secret` met on the way (``persistent_id`` sees every object)."""
 
-    def __init__(self) -> None:
-        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
+    def __init__(self, out: io.BytesIO) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
         self.found = False
 
     def persistent_id(self, obj: Any) -> Any:
@@ -109,11 +115,13 @@ class _SecretFinder(pickle.Pickler):
         return None
 
 
-def refuse_held_secrets(log_format: LogFormat) -> None:
-    """A format holding a password anywhere (``schemaFrom`` a server, say) is refused: it would be pickled into
-    Spark's options, where plans and logs show them."""
-    finder = _SecretFinder()
+def pickled_without_secrets(log_format: LogFormat) -> bytes:
+    """``log_format`` pickled; refused if it holds a password anywhere (``schemaFrom`` a server, say): it would
+    travel in Spark's options, where plans and logs show them."""
+    out = io.BytesIO()
+    finder = _SecretFinder(out)
     finder.dump(log_format)
     if finder.found:
         raise OptionError("password", "read_columnar does not carry credentials (the format travels pickled in "
                           "Spark's options): read with spark.read.format(...) instead")
+    return out.getvalue()

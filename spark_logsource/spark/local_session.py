@@ -19,15 +19,15 @@ _OUR_ERROR = re.compile(r"^spark_logsource\.errors\.\w+: (.+)$", re.MULTILINE)
 
 
 @contextmanager
-def local_spark(app_name: str, master: str | None, pushdown: bool) -> Iterator[Any]:
+def local_spark(app_name: str, master: str | None, pushdown: bool, columnar: bool = False) -> Iterator[Any]:
     """A SparkSession with our formats registered and UTC as its time zone; stopped on exit."""
     builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
     if master:
         builder = builder.master(master)
     builder = builder.config("spark.sql.python.filterPushdown.enabled", "true" if pushdown else "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
-    jar = arrow_pipe_jar()  # the columnar JVM reader, for `sql --columnar`, when it was built
-    if jar is not None:
+    jar = arrow_pipe_jar() if columnar else None  # the columnar JVM reader, for `sql --columnar`, when built
+    if jar is not None:  # only then: this setting replaces a spark.jars of spark-defaults.conf
         builder = builder.config("spark.jars", jar)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -21,11 +21,11 @@ Options (case-insensitive):
   false logs a warning and continues after the gap.
 - ``maxRowsPerTrigger``: LSNs per micro-batch (rounded up to whole transactions).
 - ``maxPacketBytes`` (default 256m): the largest packet (one row) accepted from the server.
-- ``connections`` (batch only, default 2, the best measured on 2 cores; 1: one connection): a range in which one origin advances is cut into up
-  to this many parts of at least 16,384 LSNs, each read over a connection of its own; the server relays each
-  subscription on a thread of its own (:mod:`spark_logsource.tarantool.stream.parts`). Spark makes each part a
-  task; ``iter_batches`` / ``read`` read the parts at once, in order, the parts ahead holding at most 256 MiB of
-  batches.
+- ``connections`` (batch only; default 2, the best measured on 2 cores; 1: one connection): a range in which one
+  origin advances is cut into up to this many parts of at least 16,384 LSNs, each read over a connection of its
+  own; the server relays each subscription on a thread of its own (:mod:`spark_logsource.tarantool.stream.parts`).
+  Spark makes each part a task; ``iter_batches`` / ``read`` read the parts at once, in order, the parts ahead
+  holding at most 256 MiB of batches.
 - ``spaceId``, ``replicaId``, ``types``, ``tupleFormat``: as in ``tarantool-xlog``; plus the common ``mode``,
   ``columnNameOfCorruptRecord``, ``batchSize``.
 - ``view`` rows|space and ``space``: ``view=space`` streams one space's typed changes (``readStream`` and

@@ -52,20 +52,20 @@ static int64_t node(jv_ctx *c, uint8_t kind, uint32_t key)
 {
     if (ls_buf_reserve(&c->nodes, sizeof(jv_node)))
         return -1;
-    jv_node *nd = (jv_node *)(c->nodes.data + c->nodes.len);
-    memset(nd, 0, sizeof *nd);
-    nd->kind = kind;
-    nd->key = key;
-    nd->size = 1;
+    jv_node *jn = (jv_node *)(c->nodes.data + c->nodes.len);
+    memset(jn, 0, sizeof *jn);
+    jn->kind = kind;
+    jn->key = key;
+    jn->size = 1;
     c->nodes.len += sizeof(jv_node);
     return (int64_t)(c->nodes.len / sizeof(jv_node) - 1);
 }
 
 static void close_container(jv_ctx *c, int64_t i, uint32_t count)
 {
-    jv_node *nd = jv_at(c, (uint32_t)i);
-    nd->size = (uint32_t)(c->nodes.len / sizeof(jv_node) - (size_t)i);
-    nd->count = count;
+    jv_node *jn = jv_at(c, (uint32_t)i);
+    jn->size = (uint32_t)(c->nodes.len / sizeof(jv_node) - (size_t)i);
+    jn->count = count;
 }
 
 static uint32_t key_of(jv_ctx *c, const char *s, size_t n)
@@ -109,9 +109,9 @@ static int encode(jv_ctx *c, uint32_t i, ls_buf *out);
 /* A container (arrow/variant.py rules 8 and 9): the members' values in field-id order, the head in front. */
 static int container(jv_ctx *c, uint32_t i, ls_buf *out)
 {
-    jv_node nd = *jv_at(c, i);
-    int is_object = nd.kind == JN_OBJ;
-    size_t count = nd.count, base = c->stack.len, need = count * (sizeof(uint32_t) * 2 + sizeof(uint64_t));
+    jv_node jn = *jv_at(c, i);
+    int is_object = jn.kind == JN_OBJ;
+    size_t count = jn.count, base = c->stack.len, need = count * (sizeof(uint32_t) * 2 + sizeof(uint64_t));
     if (ls_buf_reserve(&c->stack, need))
         return YB_NOMEM;
     c->stack.len += need;
@@ -164,30 +164,30 @@ static int container(jv_ctx *c, uint32_t i, ls_buf *out)
 
 static int encode(jv_ctx *c, uint32_t i, ls_buf *out)
 {
-    const jv_node *nd = jv_at(c, i);
-    switch (nd->kind) {
+    const jv_node *jn = jv_at(c, i);
+    switch (jn->kind) {
     case JN_NULL: return ls_buf_byte(out, VH_NULL) ? YB_NOMEM : YB_OK;
     case JN_TRUE: return ls_buf_byte(out, VH_TRUE) ? YB_NOMEM : YB_OK;
     case JN_FALSE: return ls_buf_byte(out, VH_FALSE) ? YB_NOMEM : YB_OK;
     case JN_STR: {
-        int rc = ls_variant_str(out, c->text.data + nd->off, nd->len);
+        int rc = ls_variant_str(out, c->text.data + jn->off, jn->len);
         return rc < 0 ? YB_NOMEM : rc ? YB_DECLINE : YB_OK;
     }
     case WN_BIN:
-        if (nd->len > 0xffffffffULL)
+        if (jn->len > 0xffffffffULL)
             return YB_DECLINE;
-        return ls_buf_byte(out, VH_BINARY) || ls_buf_le(out, nd->len, 4) || ls_buf_put(out, c->text.data + nd->off, nd->len)
+        return ls_buf_byte(out, VH_BINARY) || ls_buf_le(out, jn->len, 4) || ls_buf_put(out, c->text.data + jn->off, jn->len)
                    ? YB_NOMEM : YB_OK;
     case WN_DOUBLE:
     case WN_TS:
-        return ls_buf_byte(out, nd->kind == WN_TS ? VH_TIMESTAMP : VH_DOUBLE) || ls_buf_le(out, (uint64_t)nd->num, 8)
+        return ls_buf_byte(out, jn->kind == WN_TS ? VH_TIMESTAMP : VH_DOUBLE) || ls_buf_le(out, (uint64_t)jn->num, 8)
                    ? YB_NOMEM : YB_OK;
     case JN_INT:
-        if (nd->num >= INT64_MIN && nd->num <= INT64_MAX)
-            return ls_variant_int(out, (int64_t)nd->num) ? YB_NOMEM : YB_OK;
+        if (jn->num >= INT64_MIN && jn->num <= INT64_MAX)
+            return ls_variant_int(out, (int64_t)jn->num) ? YB_NOMEM : YB_OK;
         /* arrow/variant.py _int: above int64 (a uint64 here), decimal16 with scale 0 */
-        return ls_buf_byte(out, VH_DECIMAL16) || ls_buf_byte(out, 0) || ls_buf_le(out, (uint64_t)nd->num, 8)
-                   || ls_buf_le(out, (uint64_t)((unsigned __int128)nd->num >> 64), 8) ? YB_NOMEM : YB_OK;
+        return ls_buf_byte(out, VH_DECIMAL16) || ls_buf_byte(out, 0) || ls_buf_le(out, (uint64_t)jn->num, 8)
+                   || ls_buf_le(out, (uint64_t)((unsigned __int128)jn->num >> 64), 8) ? YB_NOMEM : YB_OK;
     default:
         return container(c, i, out);
     }

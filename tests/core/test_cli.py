@@ -13,7 +13,6 @@ import yaml
 
 import spark_logsource
 from spark_logsource.cli import main
-from spark_logsource.spark.columnar import arrow_pipe_jar
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,6 +92,8 @@ def test_cat_error_names_the_problem(capsys, tmp_path) -> None:
 def test_sql_main_job_on_shipped_samples(columnar: bool) -> None:
     """The README's main job: a Spark SQL query over samples/tarantool (written by a real Tarantool); with
     ``--columnar``, the same through the columnar JVM reader."""
+    from spark_logsource.spark.columnar import arrow_pipe_jar
+
     if columnar and arrow_pipe_jar() is None:
         pytest.fail("jars/arrow-pipe.jar is not built: scripts/setup.sh builds it")
     samples = REPO / "samples" / "tarantool"
@@ -138,10 +139,10 @@ def test_cat_rejects_an_option_without_a_value(capsys, tarantool_workloads) -> N
 
 
 def test_the_parser_does_not_import_the_heavy_libraries() -> None:
-    """Building the command line (every format's flags) imports neither pandas nor sqlglot: ``--help`` and a
-    mistyped flag answer without their start-up (about half a second together)."""
+    """Building the command line (every format's flags) imports neither pandas, sqlglot nor pyspark: ``--help`` and
+    a mistyped flag answer without their start-up."""
     code = ("import sys\nfrom spark_logsource.cli import build_parser\nbuild_parser()\n"
-            "print(sorted(m for m in ('pandas', 'sqlglot') if m in sys.modules))")
+            "print(sorted(m for m in ('pandas', 'sqlglot', 'pyspark', 'py4j') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout
 

@@ -166,3 +166,15 @@ def test_formats_with_credentials_are_refused(spark, fixtures_dir: Path) -> None
 def test_paths_with_credentials_are_refused(spark, path: str) -> None:
     with pytest.raises(OptionError, match="credentials"):
         read_columnar(spark, "mysql-binlog", path)
+
+
+def test_a_glob_question_mark_is_no_query_but_secrets_in_queries_and_web_user_names_are_refused() -> None:
+    from spark_logsource.spark.columnar import refuse_secret_in_path
+
+    for path in ("s3://b/t/dt=2024-01-0?/shard_key=3/*.binlog", "s3://b/binlog.00000?", "/var/lib/mysql/bin.0?",
+                 "abfs://container@account.dfs.core.windows.net/binlogs/"):
+        refuse_secret_in_path(path)  # accepted
+    for path in ("abfs://c@account/binlogs?client_secret=s", "https://host/binlogs?sig=abc",
+                 "https://token@host/binlogs", "s3://key:secret@bucket/binlogs/"):
+        with pytest.raises(OptionError, match="credentials"):
+            refuse_secret_in_path(path)

@@ -65,7 +65,7 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
     long offset = (long) rowId * DECIMAL_BYTES;
     long unscaled = decimals.getDataBuffer().getLong(offset);
     if (decimals.getDataBuffer().getLong(offset + Long.BYTES) != (unscaled >> 63)
-        || Math.abs(unscaled) >= POWERS_OF_TEN[precision]) {
+        || unscaled <= -POWERS_OF_TEN[precision] || unscaled >= POWERS_OF_TEN[precision]) {
       // Not a value of this precision (a damaged one): Spark's own path, which refuses it.
       return super.getDecimal(rowId, precision, scale);
     }

@@ -2,7 +2,6 @@ package io.sparklogsource.arrowpipe;
 
 import java.io.Serializable;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 
@@ -13,8 +12,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * What the Python planner passes: the format (pickled once), one opaque split per task ({@code split.0},
  * {@code split.1}, ...) and a label for plans. The planner refuses formats holding a credential.
  *
- * <p>Which program a task runs is not an option: the interpreter is pyspark's ({@code spark.pyspark.python}, then
- * {@code PYSPARK_PYTHON}, then {@code python3}) and the module is {@link #WORKER_MODULE}, unless the static
+ * <p>Which program a task runs is not an option: the interpreter is the one pyspark would give its own workers,
+ * chosen on the driver as pyspark chooses it ({@code spark.pyspark.python}, then the driver's {@code PYSPARK_PYTHON},
+ * then {@code python3}), and the module is {@link #WORKER_MODULE}, unless the static
  * setting {@code spark.logsource.arrowPipe.extraModules} (fixed when the application starts, out of reach of SQL's
  * {@code SET}) lists another one, as the tests do for their misbehaving workers.
  */
@@ -25,12 +25,14 @@ final class PipeOptions implements Serializable {
   static final String WORKER_MODULE = "spark_logsource.arrow.pipe";
   static final String EXTRA_MODULES = "spark.logsource.arrowPipe.extraModules";
 
+  final String python;
   final String module;
   final String label;
   final String format;
   final List<String> splits;
 
-  private PipeOptions(String module, String label, String format, List<String> splits) {
+  private PipeOptions(String python, String module, String label, String format, List<String> splits) {
+    this.python = python;
     this.module = module;
     this.label = label;
     this.format = format;
@@ -58,17 +60,24 @@ final class PipeOptions implements Serializable {
       throw new IllegalArgumentException(ArrowPipeSource.NAME + ": worker module " + module + " is not "
           + WORKER_MODULE + " and not listed in " + EXTRA_MODULES);
     }
-    return new PipeOptions(module, options.getOrDefault("label", ""), format, Collections.unmodifiableList(splits));
+    return new PipeOptions(python(), module, options.getOrDefault("label", ""), format,
+        Collections.unmodifiableList(splits));
   }
 
   private static List<String> allowedModules() {
     SparkEnv env = SparkEnv.get();
     String listed = env == null ? "" : env.conf().get(EXTRA_MODULES, "");
-    return Arrays.asList(listed.split(","));
+    List<String> modules = new ArrayList<>();
+    for (String module : listed.split(",")) {
+      if (!module.isBlank()) {
+        modules.add(module.strip());
+      }
+    }
+    return modules;
   }
 
-  /** pyspark's own choice of interpreter, made where the task runs. */
-  static String python() {
+  /** pyspark's own choice of interpreter for its workers, made on the driver (where this is built). */
+  private static String python() {
     SparkEnv env = SparkEnv.get();
     String conf = env == null ? null : env.conf().get("spark.pyspark.python", null);
     if (conf != null && !conf.isEmpty()) {

@@ -36,11 +36,13 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
   private boolean checkedNames;
   /** The worker answered the whole task and is in step for the next one. */
   private boolean inStep;
+  /** Set once by {@link #close()}: the worker is no longer this task's (it may serve another one). */
+  private boolean closed;
 
-  PipeReader(String module, String format, String[] columns, PipePartition partition) {
+  PipeReader(String python, String module, String format, String[] columns, PipePartition partition) {
     this.columns = columns;
     this.partition = partition;
-    worker = WorkerPool.borrow(PipeOptions.python(), module);
+    worker = WorkerPool.borrow(python, module);
     try {
       allocator = new RootAllocator(Long.MAX_VALUE);
       reader = new ArrowStreamReader(worker.stream(), allocator);
@@ -50,7 +52,7 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
     }
     TaskContext task = TaskContext.get();
     if (task != null) {
-      task.addTaskInterruptListener((TaskInterruptListener) (context, reason) -> worker.destroy());
+      task.addTaskInterruptListener((TaskInterruptListener) (context, reason) -> interrupted());
     }
     try {
       worker.send(format, partition.split, columns);
@@ -135,8 +137,21 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
     return batch;
   }
 
+  /** A killed task: its worker goes, so that a read blocked on the pipe returns; unless this reader let it go. */
+  private synchronized void interrupted() {
+    if (!closed) {
+      worker.destroy();
+    }
+  }
+
   @Override
   public void close() throws IOException {
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    }
     try {
       if (inStep) {
         WorkerPool.giveBack(worker);

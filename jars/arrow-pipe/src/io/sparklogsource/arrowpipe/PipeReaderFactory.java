@@ -11,11 +11,13 @@ final class PipeReaderFactory implements PartitionReaderFactory {
 
   private static final long serialVersionUID = 1L;
 
+  private final String python;
   private final String module;
   private final String format;
   private final String[] columns;
 
-  PipeReaderFactory(String module, String format, String[] columns) {
+  PipeReaderFactory(String python, String module, String format, String[] columns) {
+    this.python = python;
     this.module = module;
     this.format = format;
     this.columns = columns;
@@ -33,6 +35,6 @@ final class PipeReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-    return new PipeReader(module, format, columns, (PipePartition) partition);
+    return new PipeReader(python, module, format, columns, (PipePartition) partition);
   }
 }

@@ -43,6 +43,6 @@ final class PipeScan implements Scan, Batch {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new PipeReaderFactory(options.module, options.format, readSchema.fieldNames());
+    return new PipeReaderFactory(options.python, options.module, options.format, readSchema.fieldNames());
   }
 }
