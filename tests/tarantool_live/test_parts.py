@@ -103,6 +103,29 @@ def test_a_reader_error_reaches_the_consumer_and_stops_the_others() -> None:
     assert stopped.wait(5)  # the first part's iterator was closed, not left running
 
 
+def test_a_reader_failing_at_its_start_is_an_error_not_a_hang() -> None:
+    def good() -> Iterator[pa.RecordBatch]:
+        yield _batch(0, 0)
+
+    def broken() -> Iterator[pa.RecordBatch]:  # a plain function that raises when called, before any iterator
+        raise ConnectionError("no route to the server")
+
+    outcome: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            for _ in read_in_order([good, broken], name="t"):
+                pass
+        except BaseException as exc:
+            outcome.append(exc)
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    consumer.join(60)  # the state waited for: the consumer has ended (it hung forever before the fix)
+    assert not consumer.is_alive()
+    assert isinstance(outcome[0], ConnectionError) and "t: part 2 of 2" in outcome[0].__notes__
+
+
 def test_closing_early_closes_every_reader() -> None:
     closed: list[int] = []
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from spark_logsource.errors import LogSourceError
 from spark_logsource.tarantool.stream.live import LiveSlice
 
 log = logging.getLogger(__name__)
@@ -86,8 +87,9 @@ def read_in_order(readers: Sequence[Callable[[], Iterator[pa.RecordBatch]]], ahe
 
     def run(index: int) -> None:
         part = parts[index]
-        batches = readers[index]()
+        batches: Iterator[pa.RecordBatch] | None = None
         try:
+            batches = readers[index]()  # inside the try: a reader failing at its start still ends its part
             for batch in batches:
                 size = batch.nbytes
                 with lock:
@@ -102,22 +104,27 @@ def read_in_order(readers: Sequence[Callable[[], Iterator[pa.RecordBatch]]], ahe
                     state["bytes"] += size
                     lock.notify_all()
         except BaseException as exc:  # handed to the consumer, raised there
+            if not isinstance(exc, LogSourceError):  # ours name the server and the range; others get the part
+                exc.add_note(f"{name}: part {index + 1} of {len(readers)}")
             with lock:
                 part.error = exc
                 lock.notify_all()
         finally:
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
-            with lock:
-                part.done = True
-                lock.notify_all()
+            try:
+                close = getattr(batches, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                with lock:
+                    part.done = True
+                    lock.notify_all()
 
-    threads = [threading.Thread(target=run, args=(i,), name=f"{name}-{i}", daemon=True)
-               for i in range(len(readers))]
-    for t in threads:
-        t.start()
+    threads: list[threading.Thread] = []
     try:
+        for i in range(len(readers)):  # inside the try: a thread that cannot start stops those already running
+            thread = threading.Thread(target=run, args=(i,), name=f"{name}-{i}", daemon=True)
+            thread.start()
+            threads.append(thread)
         for index, part in enumerate(parts):
             while True:
                 with lock:
