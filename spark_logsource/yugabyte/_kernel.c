@@ -96,6 +96,8 @@ static int Builder_init(Builder *self, PyObject *args, PyObject *kwds)
     self->cat.current = -1;
     if (low != Py_None && ((self->cat.low = PyLong_AsLongLong(low)) != -1 || !PyErr_Occurred()))
         self->cat.has_low = 1;
+    if (PyErr_Occurred()) /* no further C API call with an exception set */
+        return -1;
     if (high != Py_None && ((self->cat.high = PyLong_AsLongLong(high)) != -1 || !PyErr_Occurred()))
         self->cat.has_high = 1;
     return PyErr_Occurred() ? -1 : 0;

@@ -108,10 +108,11 @@ int yb_catalog_set(yb_catalog *cat, PyObject *schemas, PyObject *current)
         size_t nkeys = 0;
         int rc = columns(keys, "U", &s->keys, &nkeys);
         Py_DECREF(keys);
+        /* set before the other columns: schema_free frees the key names by these counts */
+        s->nhash = nkeys < (size_t)PyList_GET_SIZE(hash) ? nkeys : (size_t)PyList_GET_SIZE(hash);
+        s->nrange = nkeys - s->nhash;
         if (rc || columns(cols, "LUp", &s->cols, &s->ncols) || columns(packed, "Upi", &s->packed, &s->npacked))
             goto fail;
-        s->nhash = (size_t)PyList_GET_SIZE(hash);
-        s->nrange = nkeys - s->nhash;
         for (size_t j = 0; j < s->npacked; j++)
             s->nvarlen += s->packed[j].size < 0;
     }
@@ -232,7 +233,8 @@ PyObject *yb_take_writes(yb_rows *r, size_t from, size_t to, size_t n)
                 bit(f[V_TERM + c], i);
         for (int c = 0; c < W_TEXTS; c++) {
             uint64_t a = yb_start_at(r, texts[c], j), e = yb_end_at(r, texts[c], j);
-            memcpy(t[c][1] + pos[c], r->data[texts[c]].data + a, e - a);
+            if (e > a) /* a column never written has no buffer: no memcpy from NULL */
+                memcpy(t[c][1] + pos[c], r->data[texts[c]].data + a, e - a);
             pos[c] += (int32_t)(e - a);
             memcpy(t[c][0] + 4 * (i + 1), &pos[c], 4);
             if (p->flags & valid[c])

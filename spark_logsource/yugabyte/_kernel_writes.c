@@ -629,6 +629,8 @@ int yb_write_rows(const uint8_t *b, const yb_rec *wb, const yb_row *entry, const
             if (next >= wb->stop)
                 return YB_DECLINE;
             v |= (uint64_t)b[next++] << shift;
+            if (v > wb->stop - next) /* checked before (yb_check_message); kept so no length can wrap */
+                return YB_DECLINE;
             f.begin = next;
             f.stop = next + (size_t)v;
             next = f.stop;
@@ -655,6 +657,9 @@ int yb_write_rows(const uint8_t *b, const yb_rec *wb, const yb_row *entry, const
             p.value = b + probe.begin;
             p.value_len = probe.stop - probe.begin;
         }
+        /* a key or value tree takes ~50 bytes a one-byte component: past the JSON kernel's cap, Python reads it */
+        if (p.key_len > JV_MAX_TEXT || p.value_len > JV_MAX_TEXT)
+            return YB_DECLINE;
         int rc = doc_key(&g_key, &p, cur, 0);
         if (rc || ls_buf_put(&g_pairs, &p, sizeof p))
             return rc ? rc : YB_NOMEM;
