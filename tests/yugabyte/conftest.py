@@ -54,3 +54,26 @@ def expected_segments() -> list[Expected]:
 def plain_hex(text: str | None) -> str | None:
     """A transaction id as the fixtures spell it (32 hex digits, no dashes)."""
     return None if text is None else text.replace("-", "")
+
+
+@pytest.fixture
+def reference_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The offsets of the entry batches the C path handed to the reference to decode (``reference_item``), for the
+    kernels' differential tests (test_kernel.py, test_kernel_writes.py)."""
+    import sys
+
+    from spark_logsource.framing import BadRange
+    from spark_logsource.yugabyte import fast
+    from spark_logsource.yugabyte import reader as reader_module
+
+    seen: list[int] = []
+    original = reader_module._TabletReader.reference_item
+
+    def counting(self: Any, scanner: Any, seg: Any, item: Any) -> Any:
+        # the C path's hand-over (not the reference walk), of a batch to decode (not a bad range to report)
+        if sys._getframe(1).f_code is fast.read_entries_fast.__code__ and not isinstance(item, BadRange):
+            seen.append(item.offset)
+        return original(self, scanner, seg, item)
+
+    monkeypatch.setattr(reader_module._TabletReader, "reference_item", counting)
+    return seen

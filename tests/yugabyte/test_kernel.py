@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import random
 import struct
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,6 @@ import pytest
 
 import spark_logsource
 from spark_logsource.errors import LogSourceError
-from spark_logsource.framing import BadRange
-from spark_logsource.yugabyte import fast
-from spark_logsource.yugabyte import reader as reader_module
 from spark_logsource.yugabyte.reader import walk_segment
 from tests.support.twins import activate, compiled
 from tests.yugabyte.conftest import WAL_FIXTURES
@@ -63,22 +59,6 @@ def _same(path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[
     python = _read("python", path, monkeypatch, **options)
     assert c == python, (path, options)
     return c
-
-
-@pytest.fixture
-def reference_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The offsets of the entry batches the C path handed to the reference to decode (``reference_item``)."""
-    seen: list[int] = []
-    original = reader_module._TabletReader.reference_item
-
-    def counting(self: Any, scanner: Any, seg: Any, item: Any) -> Any:
-        # the C path's hand-over (not the reference walk), of a batch to decode (not a bad range to report)
-        if sys._getframe(1).f_code is fast.read_entries_fast.__code__ and not isinstance(item, BadRange):
-            seen.append(item.offset)
-        return original(self, scanner, seg, item)
-
-    monkeypatch.setattr(reader_module._TabletReader, "reference_item", counting)
-    return seen
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "default")

@@ -13,14 +13,11 @@ from __future__ import annotations
 import importlib.util
 import random
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spark_logsource.framing import BadRange
-from spark_logsource.yugabyte import fast
 from spark_logsource.yugabyte import reader as reader_module
 from spark_logsource.yugabyte.messages import has_schema_change
 from spark_logsource.yugabyte.reader import walk_segment
@@ -37,35 +34,16 @@ from tests.yugabyte.test_kernel import (
     _copy,
     _damaged_bodies,
     _field,
-    _read,
     _rebatch,
     _varint,
 )
+from tests.yugabyte.test_kernel import _same as same_operations
 
 pytestmark = pytest.mark.differential
 
 
 def _same(path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Any, ...]:
-    options = {"view": "writes", **options}
-    c = _read("c", path, monkeypatch, **options)
-    python = _read("python", path, monkeypatch, **options)
-    assert c == python, (path, options)
-    return c
-
-
-@pytest.fixture
-def reference_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The offsets of the entry batches the C path handed to the reference to decode."""
-    seen: list[int] = []
-    original = reader_module._TabletReader.reference_item
-
-    def counting(self: Any, scanner: Any, seg: Any, item: Any) -> Any:
-        if sys._getframe(1).f_code is fast.read_entries_fast.__code__ and not isinstance(item, BadRange):
-            seen.append(item.offset)
-        return original(self, scanner, seg, item)
-
-    monkeypatch.setattr(reader_module._TabletReader, "reference_item", counting)
-    return seen
+    return same_operations(path, monkeypatch, **{"view": "writes", **options})
 
 
 def _schema_change_batches() -> list[int]:
