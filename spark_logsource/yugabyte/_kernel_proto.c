@@ -496,16 +496,11 @@ static int uuid_column(yb_rows *r, const uint8_t *b, const yb_rec *m)
 }
 
 /* One ReplicateMsg b[m.begin..m.stop) → one row (details, columns). */
-static int replicate_row(const uint8_t *b, const yb_rec *m, int64_t offset, int32_t ctx, int32_t entry, yb_rows *r)
+
+/* The fields every row of an entry carries: where it is, and the entry's op id, hybrid time and committed op id. */
+static yb_row entry_head(const uint8_t *b, const yb_rec *m, int64_t offset, int32_t ctx, int32_t entry)
 {
-    yb_rec f, g, h, k;
-    g_jv.nodes.len = g_jv.keys.len = g_jv.text.len = g_jv.stack.len = 0;
-    int rc = message_node(g_replicate, b, m->begin, m->stop, 0, JV_NO_KEY, 1);
-    if (rc)
-        return rc;
-    g_value.len = g_meta.len = 0;
-    if ((rc = jv_metadata(&g_jv, &g_meta)) || (rc = jv_encode(&g_jv, 0, &g_value)))
-        return rc == JV_NOMEM ? YB_NOMEM : YB_DECLINE;
+    yb_rec f;
     yb_row row = {0};
     row.offset = offset;
     row.ctx = ctx;
@@ -518,6 +513,19 @@ static int replicate_row(const uint8_t *b, const yb_rec *m, int64_t offset, int3
     }
     if (last_field(b, m->begin, m->stop, 8, &f))
         op_id(b, &f, &row, YR_CTERM, YR_CINDEX, &row.cterm, &row.cindex);
+    return row;
+}
+static int replicate_row(const uint8_t *b, const yb_rec *m, int64_t offset, int32_t ctx, int32_t entry, yb_rows *r)
+{
+    yb_rec f, g, h, k;
+    g_jv.nodes.len = g_jv.keys.len = g_jv.text.len = g_jv.stack.len = 0;
+    int rc = message_node(g_replicate, b, m->begin, m->stop, 0, JV_NO_KEY, 1);
+    if (rc)
+        return rc;
+    g_value.len = g_meta.len = 0;
+    if ((rc = jv_metadata(&g_jv, &g_meta)) || (rc = jv_encode(&g_jv, 0, &g_value)))
+        return rc == JV_NOMEM ? YB_NOMEM : YB_DECLINE;
+    yb_row row = entry_head(b, m, offset, ctx, entry);
     if (last_field(b, m->begin, m->stop, 4, &f)) {
         row.flags |= YR_OPTYPE;
         if ((rc = enum_text(r, YC_OPTYPE, g_replicate, 4, f.value)))
@@ -576,18 +584,7 @@ static int write_entry(const uint8_t *b, const yb_rec *m, int64_t offset, int32_
         return rc;
     if (last_field(b, m->begin, m->stop, 6, &f))
         return YB_DECLINE;
-    yb_row row = {0};
-    row.offset = offset;
-    row.ctx = ctx;
-    row.entry_in_batch = entry;
-    if (last_field(b, m->begin, m->stop, 1, &f))
-        op_id(b, &f, &row, YR_TERM, YR_INDEX, &row.term, &row.index);
-    if (last_field(b, m->begin, m->stop, 2, &f) && f.value <= (uint64_t)INT64_MAX) {
-        row.ht = (int64_t)f.value;
-        row.flags |= YR_HT;
-    }
-    if (last_field(b, m->begin, m->stop, 8, &f))
-        op_id(b, &f, &row, YR_CTERM, YR_CINDEX, &row.cterm, &row.cindex);
+    yb_row row = entry_head(b, m, offset, ctx, entry);
     int txn = 0, has_batch = 0;
     yb_rec wb;
     if (last_field(b, m->begin, m->stop, 5, &f) && last_field(b, f.begin, f.stop, 7, &wb)) {
