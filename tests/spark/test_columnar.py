@@ -143,6 +143,16 @@ def test_a_worker_that_breaks_the_protocol_fails_the_task(spark, fixtures_dir: P
     assert said in str(caught.value)
 
 
+def test_a_batch_whose_offsets_point_past_its_data_fails_the_task_not_the_jvm(spark, fixtures_dir: Path) -> None:
+    # the reader reads values from the buffers' addresses, so it checks each batch's bounds before Spark reads it
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.stray")
+    with pytest.raises(Exception) as caught:
+        df.select("file").collect()
+    assert "malformed batch after 0 rows: column file: its offsets go back or past its data" in str(caught.value)
+    assert read_columnar(spark, "mysql-binlog", path).select("file").distinct().count() == 1  # the JVM lives on
+
+
 def test_a_worker_module_the_application_did_not_allow_is_refused(spark, fixtures_dir: Path) -> None:
     # the module is checked against a setting fixed at the application's start, out of reach of SQL's SET
     with pytest.raises(Exception, match="not listed in spark.logsource.arrowPipe.extraModules"):

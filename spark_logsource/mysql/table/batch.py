@@ -43,13 +43,14 @@ _Piece = list[Any] | KernelPiece | int
 
 class ImageColumns:
     """One image column (``before`` or ``after``) of the rows gathered so far, kept column by column: the pieces
-    of each view column, and whether each row has the image at all."""
+    of each view column, and whether each row has the image at all (as pieces too: a run of rows that all have it
+    or all lack it is one ``(count, flag)``, so a kernel run adds no Python object per row)."""
 
     __slots__ = ("pieces", "present")
 
     def __init__(self, names: Sequence[str]) -> None:
         self.pieces: dict[str, list[_Piece]] = {name: [] for name in names}
-        self.present: list[bool] = []
+        self.present: list[tuple[int, bool] | list[bool]] = []
 
     def _tail(self, name: str) -> list[Any]:
         """The Python-cells piece at the end of the column (a new one if the last piece is not one)."""
@@ -60,9 +61,16 @@ class ImageColumns:
         pieces.append(tail)
         return tail
 
+    def _present_tail(self) -> list[bool]:
+        if self.present and type(self.present[-1]) is list:
+            return self.present[-1]
+        tail: list[bool] = []
+        self.present.append(tail)
+        return tail
+
     def add_row(self, image: dict[str, Any] | None) -> None:
         """One row's image: cells by view column name (a column the row lacks is null), or None."""
-        self.present.append(image is not None)
+        self._present_tail().append(image is not None)
         get = (image or {}).get
         for name in self.pieces:
             self._tail(name).append(get(name))
@@ -70,18 +78,18 @@ class ImageColumns:
     def add_rows(self, n: int, images: PythonImages | None) -> None:
         """``n`` rows' images as Python cells column by column, and which rows have the image (None: none has)."""
         if images is None:
-            self.present.extend([False] * n)
+            self.present.append((n, False))
             columns: dict[str, list[Any]] = {}
         else:
             columns, present = images
-            self.present.extend(present)
+            self._present_tail().extend(present)
         nulls = [None] * n
         for name in self.pieces:
             self._tail(name).extend(columns.get(name, nulls))
 
     def add_side(self, n: int, side: Side | None) -> None:
         """``n`` rows' images as the kernel gives them (None: no row has the image)."""
-        self.present.extend([side is not None] * n)
+        self.present.append((n, side is not None))
         for name, pieces in self.pieces.items():
             piece = side.get(name) if side is not None else None
             if piece is None:
@@ -91,12 +99,27 @@ class ImageColumns:
             else:
                 pieces.append(piece)
 
+    def _absent(self) -> tuple[int, pa.Array | None]:
+        """The row count, and the mask of rows without the image (None when every row has it)."""
+        n = 0
+        every = True
+        for piece in self.present:
+            if type(piece) is tuple:
+                n += piece[0]
+                every = every and (piece[1] or piece[0] == 0)
+            else:
+                n += len(piece)
+                every = every and all(piece)
+        if every:
+            return n, None
+        absent = np.concatenate([np.full(p[0], not p[1]) if type(p) is tuple
+                                 else np.logical_not(np.array(p, dtype=bool)) for p in self.present])
+        return n, pa.array(absent)
+
     def array(self, struct: pa.StructType) -> pa.Array:
         """The image column as a struct array of ``struct`` (the view's columns); null where a row has no image."""
-        n = len(self.present)
+        n, mask = self._absent()
         children = [_column(f.type, self.pieces[f.name], n) for f in struct]
-        absent = np.logical_not(np.array(self.present, dtype=bool))
-        mask = pa.array(absent) if absent.any() else None
         return pa.StructArray.from_arrays(children, fields=list(struct), mask=mask)
 
 
@@ -261,12 +284,17 @@ class Columns:
         take = pa.array(np.repeat(np.arange(len(self.runs)), counts))
         columns = list(zip(*self.runs, strict=True))
 
-        def repeated(values: Sequence[Any], t: pa.DataType) -> pa.Array:
+        def repeated(values: tuple[Any, ...], t: pa.DataType) -> pa.Array:
+            if values.count(values[0]) == len(values):  # one value in every run (a table's name, a server id)
+                return pa.repeat(pa.scalar(values[0], t), n)
             return pa.array(values, t).take(take)
 
         # row_index: each run counts from its first row's index (0 for a rows event); null for an error row
-        within = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        row_index = pc.add(repeated(columns[1], pa.int32()), pa.array(within.astype(np.int32)))
+        within = pa.array((np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts))
+                          .astype(np.int32))
+        first_rows = columns[1]
+        every_from_0 = first_rows.count(0) == len(first_rows)
+        row_index = within if every_from_0 else pc.add(repeated(first_rows, pa.int32()), within)
         source_children = [string_column(self.path, n), repeated(columns[3], pa.int64()), row_index]
         for (_name, t), values in zip(SOURCE_FIELDS[3:], columns[4:-1], strict=True):
             if t == _SOURCE_TIMESTAMP:  # seconds → microseconds, in Arrow rather than per row

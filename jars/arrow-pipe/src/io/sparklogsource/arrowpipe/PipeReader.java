@@ -83,8 +83,14 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
       checkedNames = true;
     }
     ColumnVector[] wrapped = new ColumnVector[vectors.size()];
-    for (int i = 0; i < wrapped.length; i++) {
-      wrapped[i] = new BorrowedArrowColumnVector(vectors.get(i));
+    try {
+      for (int i = 0; i < wrapped.length; i++) {
+        wrapped[i] = new BorrowedArrowColumnVector(vectors.get(i), root.getRowCount());
+      }
+    } catch (BorrowedArrowColumnVector.MalformedBatch e) {
+      // Not one of our decoders' errors: the worker is broken, and close() destroys it (it is not in step).
+      throw new PipeException(where() + "the worker wrote a malformed batch after " + rows + " rows: column "
+          + e.getMessage(), e);
     }
     rows += root.getRowCount();
     batch = new ColumnarBatch(wrapped, root.getRowCount());
