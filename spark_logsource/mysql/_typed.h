@@ -83,13 +83,29 @@ typedef struct {
     size_t n;
 } tk_value;
 
+/* The signed little-endian integer of n bytes (1, 2, 4 or 8) at p: the kernels assume a little-endian host (as
+ * _buf.h's writers do), so the bytes load as one word of the signed type of that width. */
 static inline int64_t tk_signed_le(const uint8_t *p, int n)
 {
-    uint64_t u = 0;
-    for (int k = n - 1; k >= 0; k--)
-        u = u << 8 | p[k];
-    int shift = 64 - 8 * n;
-    return shift ? (int64_t)(u << shift) >> shift : (int64_t)u;
+    switch (n) {
+    case 1:
+        return (int8_t)p[0];
+    case 2: {
+        int16_t v;
+        memcpy(&v, p, 2);
+        return v;
+    }
+    case 4: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    default: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    }
 }
 
 /* Read the Variant primitive v[0:len] (as _encode.h writes them); V_OTHER for anything else or short bytes. */
@@ -110,37 +126,52 @@ static inline void tk_read(const uint8_t *v, size_t len, tk_value *out)
     }
     if ((h & 3) != 0)
         return;
-    static const int int_size[4] = {1, 2, 4, 8};
     switch (h) {
     case VH_NULL:
         out->type = V_NULL;
         return;
     case VH_INT8:
-    case VH_INT16:
-    case VH_INT32:
-    case VH_INT64: {
-        int n = int_size[(h >> 2) - 3];
-        if (len >= 1 + (size_t)n) {
+        if (len >= 2) {
             out->type = V_INT;
-            out->i = tk_signed_le(v + 1, n);
+            out->i = tk_signed_le(v + 1, 1);
         }
         return;
-    }
+    case VH_INT16:
+        if (len >= 3) {
+            out->type = V_INT;
+            out->i = tk_signed_le(v + 1, 2);
+        }
+        return;
+    case VH_INT32:
+        if (len >= 5) {
+            out->type = V_INT;
+            out->i = tk_signed_le(v + 1, 4);
+        }
+        return;
+    case VH_INT64:
+        if (len >= 9) {
+            out->type = V_INT;
+            out->i = tk_signed_le(v + 1, 8);
+        }
+        return;
     case VH_DOUBLE:
         if (len >= 9) {
-            uint64_t bits = 0;
-            for (int k = 7; k >= 0; k--)
-                bits = bits << 8 | v[1 + k];
-            memcpy(&out->d, &bits, 8);
+            memcpy(&out->d, v + 1, 8);
             out->type = V_DOUBLE;
         }
         return;
     case VH_DECIMAL4:
-    case VH_DECIMAL8:
-        if (len >= (h == VH_DECIMAL4 ? 6u : 10u)) {
+        if (len >= 6) {
             out->type = V_DECIMAL;
             out->scale = v[1];
-            out->i = tk_signed_le(v + 2, h == VH_DECIMAL4 ? 4 : 8);
+            out->i = tk_signed_le(v + 2, 4);
+        }
+        return;
+    case VH_DECIMAL8:
+        if (len >= 10) {
+            out->type = V_DECIMAL;
+            out->scale = v[1];
+            out->i = tk_signed_le(v + 2, 8);
         }
         return;
     case VH_DECIMAL16:
@@ -168,7 +199,9 @@ static inline void tk_read(const uint8_t *v, size_t len, tk_value *out)
     case VH_BINARY:
     case VH_LONG_STR:
         if (len >= 5) {
-            size_t n = (size_t)(uint32_t)tk_signed_le(v + 1, 4);
+            uint32_t n32;
+            memcpy(&n32, v + 1, 4);
+            size_t n = n32;
             if (len - 5 >= n) {
                 out->type = h == VH_BINARY ? V_BINARY : V_STRING;
                 out->s = v + 5;
@@ -223,56 +256,79 @@ static inline int tk_bytes(tk_col *c, const uint8_t *s, size_t n)
     return tk_end(c);
 }
 
-/* 10**k for k = 0..38 (decimal128 holds 38 digits). */
+/* 10**k for k = 0..18, the powers an int64 holds. */
+static const int64_t TK_POW10[19] = {
+    1LL, 10LL, 100LL, 1000LL, 10000LL, 100000LL, 1000000LL, 10000000LL, 100000000LL, 1000000000LL,
+    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL, 1000000000000000LL,
+    10000000000000000LL, 100000000000000000LL, 1000000000000000000LL};
+
+/* 10**k for k = 0..38 (decimal128 holds 38 digits): from the table, at most two products above 10**18. */
 static inline __int128 tk_pow10(int k)
 {
-    __int128 p = 1;
-    while (k-- > 0)
-        p *= 10;
-    return p;
+    if (k <= 18)
+        return TK_POW10[k];
+    if (k <= 36)
+        return (__int128)TK_POW10[18] * TK_POW10[k - 18];
+    return (__int128)TK_POW10[18] * TK_POW10[18] * TK_POW10[k - 36];
 }
 
 /* v (unscaled, at scale) rescaled to to_scale with at most `precision` digits, in *out; 0, or 1 when it does not
- * fit (more fraction digits than to_scale, or too many digits). precision is 1..38: no step can overflow. */
+ * fit (more fraction digits than to_scale, or too many digits). precision is 1..38, to_scale 0..38.
+ * With d = to_scale - scale, v * 10**d has at most `precision` digits exactly when |v| < 10**(precision - d)
+ * (d <= precision), or v is 0; so no step multiplies past 10**precision. */
 static inline int tk_rescale(__int128 v, int scale, int to_scale, int precision, __int128 *out)
 {
-    __int128 limit = tk_pow10(precision);
-    if (scale > to_scale || v >= limit || v <= -limit)
+    if (scale > to_scale)
         return 1;
-    __int128 most = (limit - 1) / 10; /* v * 10 stays below limit */
-    for (int k = scale; k < to_scale; k++) {
-        if (v > most || v < -most)
-            return 1;
-        v *= 10;
+    int d = to_scale - scale;
+    if (v == 0) {
+        *out = 0;
+        return 0;
     }
-    *out = v;
+    if (d > precision)
+        return 1;
+    int digits = precision - d;
+    if (digits <= 18 && v >= INT64_MIN && v <= INT64_MAX) { /* the common case, in int64 */
+        int64_t w = (int64_t)v, limit = TK_POW10[digits];
+        if (w >= limit || w <= -limit)
+            return 1;
+        *out = d == 0 ? v : d <= 18 ? (__int128)w * TK_POW10[d] : w * tk_pow10(d);
+        return 0;
+    }
+    __int128 limit = tk_pow10(digits);
+    if (v >= limit || v <= -limit)
+        return 1;
+    *out = v * tk_pow10(d);
     return 0;
 }
 
 /* An exact number (unscaled v at scale) into an integer or decimal target; declined when it does not fit. */
 static inline int tk_number(tk_col *c, const tk_conv *conv, __int128 v, int scale)
 {
-    uint8_t le[16];
-    int t = conv->target;
-    if (t <= T_INT64) {
-        if (scale != 0)
+    switch (conv->target) {
+    case T_INT8:
+        if (scale != 0 || v < INT8_MIN || v > INT8_MAX)
             return TK_DECLINE;
-        int bits = 8 * TK_WIDTH[t];
-        __int128 hi = ((__int128)1 << (bits - 1)) - 1;
-        if (v > hi || v < -hi - 1)
+        return tk_fixed(c, &(int8_t){(int8_t)v}, 1);
+    case T_INT16:
+        if (scale != 0 || v < INT16_MIN || v > INT16_MAX)
             return TK_DECLINE;
-        unsigned __int128 u = (unsigned __int128)v;
-        for (int k = 0; k < TK_WIDTH[t]; k++)
-            le[k] = (uint8_t)(u >> (8 * k));
-        return tk_fixed(c, le, TK_WIDTH[t]);
-    }
-    if (t != T_DECIMAL || conv->precision < 1 || conv->precision > 38
-        || tk_rescale(v, scale, conv->scale, conv->precision, &v))
+        return tk_fixed(c, &(int16_t){(int16_t)v}, 2);
+    case T_INT32:
+        if (scale != 0 || v < INT32_MIN || v > INT32_MAX)
+            return TK_DECLINE;
+        return tk_fixed(c, &(int32_t){(int32_t)v}, 4);
+    case T_INT64:
+        if (scale != 0 || v < INT64_MIN || v > INT64_MAX)
+            return TK_DECLINE;
+        return tk_fixed(c, &(int64_t){(int64_t)v}, 8);
+    case T_DECIMAL:
+        if (conv->precision < 1 || conv->precision > 38 || tk_rescale(v, scale, conv->scale, conv->precision, &v))
+            return TK_DECLINE;
+        return tk_fixed(c, &v, 16); /* little-endian two's complement, as Arrow's decimal128 */
+    default:
         return TK_DECLINE;
-    unsigned __int128 u = (unsigned __int128)v;
-    for (int k = 0; k < 16; k++)
-        le[k] = (uint8_t)(u >> (8 * k));
-    return tk_fixed(c, le, 16);
+    }
 }
 
 /* An integer of the declared column (S_INT): Variant int, or decimal16 with scale 0 above int64. */

@@ -46,6 +46,13 @@ public final class WorkerPool {
     return STARTED.get();
   }
 
+  /** How many workers wait in this JVM's pool now, alive or not (for tests and metrics). */
+  public static int idle() {
+    synchronized (IDLE) {
+      return IDLE.values().stream().mapToInt(Deque::size).sum();
+    }
+  }
+
   static void giveBack(PipeWorker worker) {
     synchronized (IDLE) {
       Deque<PipeWorker> idle = IDLE.computeIfAbsent(worker.key, k -> new ArrayDeque<>());
