@@ -2,17 +2,19 @@
 
 Each executor keeps a few of these workers (``python -m spark_logsource.arrow.pipe``) and lends one to each task,
 as pyspark reuses its own workers: the interpreter's start and the imports are paid once, not per task. A task
-writes three lines to the worker's stdin:
+writes four lines to the worker's stdin:
 
 1. the format, as :func:`encode_format` made it on the driver (the same line for every task of a read; the worker
    keeps the last one decoded);
 2. the split, as :func:`encode_split` made it;
-3. the columns Spark needs, tab-separated (none for a ``count(*)``; top-level names are the formats' own).
+3. the columns Spark needs, tab-separated (none for a ``count(*)``; top-level names are the formats' own);
+4. ``ring`` when the JVM takes the batches through shared memory (:mod:`.ring`), else ``stream``.
 
-The worker reads the split with the format's own reader, keeps those columns, and answers on stdout with one
-Arrow IPC stream (ended by its end-of-stream marker) followed by one status line: ``ok ROWS`` or ``error
-MESSAGE``. The JVM accepts the stream only when the status says ``ok`` with the row count it received, so a worker
-that dies mid-stream can never pass for a short split (``docs/spark-speed.md``, "The columnar JVM reader").
+The worker reads the split with the format's own reader, keeps those columns, and answers on stdout with the
+batches, through the ring's exchange (:mod:`.ring`) or as one Arrow IPC stream (ended by its end-of-stream marker),
+followed by one status line: ``ok ROWS`` or ``error MESSAGE``. The JVM accepts the batches only when the status
+says ``ok`` with the row count it received, so a worker that dies mid-task can never pass for a short split
+(``docs/spark-speed.md``, "The columnar JVM reader").
 
 The protocol owns file descriptor 1: at start the worker moves it aside and points fd 1 and ``sys.stdout`` at
 stderr, so a library or a C extension that prints cannot corrupt a stream. A worker ends when its stdin closes (the
@@ -35,6 +37,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from spark_logsource.arrow.ring import BadAnswer, Ring, RingRefused, ring_available
 from spark_logsource.errors import LogSourceError
 from spark_logsource.filters import CorruptTally
 from spark_logsource.logformat import LogFormat, Split
@@ -113,6 +116,8 @@ class Worker:
     def __init__(self) -> None:
         self._format_line = ""
         self._format: LogFormat | None = None
+        self.ring: Ring | None = None
+        self.ring_in_use = False
 
     def task(self, format_line: str, split_line: str) -> tuple[LogFormat, Split]:
         """The task's format (decoded again only when it differs from the last one) and split."""
@@ -122,9 +127,12 @@ class Worker:
         self._format_line, self._format = format_line, fmt
         return fmt, split
 
-    def serve_task(self, format_line: str, split_line: str, columns: Sequence[str],
-                   sink: BinaryIO) -> tuple[bool, bytes]:
-        """Write one task's stream to ``sink``; return whether the worker may serve another, and the status."""
+    def serve_task(self, format_line: str, split_line: str, columns: Sequence[str], sink: BinaryIO,
+                   source: BinaryIO | None = None) -> tuple[bool, bytes]:
+        """Write one task's batches to ``sink``; return whether the worker may serve another, and the status.
+
+        With ``source`` (the JVM asked for the shared-memory ring, :mod:`.ring`) the batches go through the ring
+        when the JVM can map it, else as one Arrow IPC stream."""
         try:
             fmt, split = self.task(format_line, split_line)
             schema = projected(fmt.schema(), columns)
@@ -137,16 +145,27 @@ class Worker:
             return ours, _status(exc, ours)
         tally = CorruptTally(fmt.common.corrupt_column_or_none)
         rows, failures = 0, list[BaseException]()
-        # Not a with-block: after a failed write the stream must stay unended (a half message may be out), so that
-        # the JVM sees it broken rather than ended.
-        writer = pa.ipc.new_stream(sink, schema)
-        for batch in _guarded(selected(fmt.read_split(split), columns, tally), failures):
-            try:
-                writer.write_batch(batch)
-            except OSError as exc:  # the JVM stopped reading; anything else is a bug, and its traceback shows
-                raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
-            rows += batch.num_rows
-        writer.close()
+        batches = _guarded(selected(fmt.read_split(split), columns, tally), failures)
+        ring = self._ring(schema, source, sink) if source is not None else None
+        if ring is not None and source is not None:
+            self.ring_in_use = True
+            for batch in batches:
+                try:
+                    ring.write(batch, source, sink)
+                except OSError as exc:
+                    raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
+                rows += batch.num_rows
+        else:
+            # Not a with-block: after a failed write the stream must stay unended (a half message may be out), so
+            # that the JVM sees it broken rather than ended.
+            writer = pa.ipc.new_stream(sink, schema)
+            for batch in batches:
+                try:
+                    writer.write_batch(batch)
+                except OSError as exc:  # the JVM stopped reading; anything else is a bug, and its traceback shows
+                    raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
+                rows += batch.num_rows
+            writer.close()
         failure = failures[0] if failures else None
         if failure is None:
             tally.warn_kept()
@@ -155,6 +174,26 @@ class Worker:
         if not ours:
             log.error("task failed after %d rows", rows, exc_info=failure)
         return ours, _status(failure, ours)
+
+    def _ring(self, schema: pa.Schema, source: BinaryIO, sink: BinaryIO) -> Ring | None:
+        """The worker's ring, offered to the JVM for this task; None when this system has none or the JVM could
+        not map it (then the task is answered as a stream)."""
+        if not ring_available():
+            return None
+        if self.ring is None:
+            self.ring = Ring()
+        try:
+            self.ring.offer(schema, source, sink)
+        except RingRefused as exc:
+            log.warning("batches go through the pipe: %s", exc)
+            return None
+        return self.ring
+
+    def settle(self, source: BinaryIO) -> None:
+        """After a task's status: read what the JVM still owes the ring, so that the next task starts in step."""
+        if self.ring is not None and self.ring_in_use:
+            self.ring.settle(source)
+        self.ring_in_use = False
 
 
 def _checked_split(split_line: str) -> Split:
@@ -182,10 +221,12 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
             return
         split_line = source.readline()
         columns = [c for c in source.readline().decode("utf-8").rstrip("\n").split("\t") if c]
+        wants_ring = source.readline() == b"ring\n"
         again, status = worker.serve_task(format_line.decode("ascii").strip(), split_line.decode("ascii").strip(),
-                                          columns, sink)
+                                          columns, sink, source if wants_ring else None)
         sink.write(status)
         sink.flush()
+        worker.settle(source)
         if not again:
             return
 
@@ -215,7 +256,7 @@ def main() -> int:
     sys.stdout = sys.stderr
     try:
         serve(sys.stdin.buffer, protocol)
-    except (BrokenPipeError, SinkError) as exc:  # the JVM stopped reading (a LIMIT, a killed task): it drops us
+    except (BrokenPipeError, SinkError, BadAnswer) as exc:  # the JVM stopped reading (a LIMIT, a killed task)
         log.debug("the JVM stopped reading: %s", exc)
     return 0
 

@@ -52,12 +52,16 @@ def arrow_pipe_jar() -> str | None:
 
 
 def read_columnar(spark: Any, fmt: str, paths: str | Sequence[str], *, worker_module: str = WORKER_MODULE,
-                  **options: Any) -> Any:
+                  transport: str = "ring", **options: Any) -> Any:
     """``spark.read.format(fmt).options(**options).load(paths)``, read by the columnar JVM reader.
 
     Same rows, same schema; Spark applies every filter itself and prunes top-level columns before they leave the
     Python worker. The session needs the jar on its class path (``spark.jars``, :func:`arrow_pipe_jar`).
+    ``transport``: ``ring`` (batches through shared memory where the executor can map the worker's memory files,
+    else a pipe) or ``stream`` (always the pipe).
     """
+    if transport not in ("ring", "stream"):
+        raise OptionError("transport", f"ring or stream, not {transport!r}")
     name = fmt.lower()
     if name not in FILE_FORMATS:
         raise OptionError("format", f"read_columnar reads log files ({', '.join(FILE_FORMATS)}), not {fmt!r}")
@@ -75,7 +79,7 @@ def read_columnar(spark: Any, fmt: str, paths: str | Sequence[str], *, worker_mo
     pickled = pickled_without_secrets(log_format)  # after planning: what the tasks get is what was checked
     reader = spark.read.format(JVM_SOURCE).schema(schema)
     reader = reader.option("module", worker_module).option("format", encode_pickled(pickled))
-    reader = reader.option("splits", str(len(splits)))
+    reader = reader.option("splits", str(len(splits))).option("transport", transport)
     reader = reader.option("label", f"{name}, {len({s.uri for s in splits})} files")
     for i, split in enumerate(splits):
         reader = reader.option(f"split.{i}", encode_split(split))

@@ -194,6 +194,18 @@ def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.
 SEQ_TYPE = pa.decimal128(38, 0)
 
 
+def _constant(value: Any, t: pa.DataType, n: int) -> pa.Array:
+    """``n`` copies of ``value`` as an array of ``t``, from one buffer where the type allows (``pa.repeat`` goes
+    value by value)."""
+    if value is None:
+        return pa.nulls(n, t)
+    if t == pa.string():
+        return string_column(value, n)
+    if pa.types.is_integer(t):
+        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(np.full(n, value, dtype=t.to_pandas_dtype()))])
+    return pa.repeat(pa.scalar(value, t), n)
+
+
 def seq_column(file_number: int, pos: pa.Array, row_index: pa.Array) -> pa.Array:
     """``seq = file_number * 2**64 + pos * 2**32 + row_index`` of each row (null where ``pos`` or ``row_index`` is),
     built from buffers: a decimal128 is 16 bytes little-endian, the low word ``pos << 32 | row_index``, the high
@@ -286,7 +298,7 @@ class Columns:
 
         def repeated(values: tuple[Any, ...], t: pa.DataType) -> pa.Array:
             if values.count(values[0]) == len(values):  # one value in every run (a table's name, a server id)
-                return pa.repeat(pa.scalar(values[0], t), n)
+                return _constant(values[0], t, n)
             return pa.array(values, t).take(take)
 
         # row_index: each run counts from its first row's index (0 for a rows event); null for an error row

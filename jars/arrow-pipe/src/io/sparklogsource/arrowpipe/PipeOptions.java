@@ -30,13 +30,17 @@ final class PipeOptions implements Serializable {
   final String label;
   final String format;
   final List<String> splits;
+  /** Batches through the worker's shared-memory ring when it can be mapped ({@link RingBatches}), else a stream. */
+  final boolean ring;
 
-  private PipeOptions(String python, String module, String label, String format, List<String> splits) {
+  private PipeOptions(String python, String module, String label, String format, List<String> splits,
+      boolean ring) {
     this.python = python;
     this.module = module;
     this.label = label;
     this.format = format;
     this.splits = splits;
+    this.ring = ring;
   }
 
   static PipeOptions from(CaseInsensitiveStringMap options) {
@@ -60,8 +64,12 @@ final class PipeOptions implements Serializable {
       throw new IllegalArgumentException(ArrowPipeSource.NAME + ": worker module " + module + " is not "
           + WORKER_MODULE + " and not listed in " + EXTRA_MODULES);
     }
+    String transport = options.getOrDefault("transport", "ring");
+    if (!transport.equals("ring") && !transport.equals("stream")) {
+      throw new IllegalArgumentException(ArrowPipeSource.NAME + ": transport is ring or stream, not " + transport);
+    }
     return new PipeOptions(python(), module, options.getOrDefault("label", ""), format,
-        Collections.unmodifiableList(splits));
+        Collections.unmodifiableList(splits), transport.equals("ring"));
   }
 
   private static List<String> allowedModules() {

@@ -7,7 +7,6 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -30,7 +29,8 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
   private final PipePartition partition;
   private final PipeWorker worker;
   private final BufferAllocator allocator;
-  private final ArrowStreamReader reader;
+  /** The task's batches, once the worker's answer has begun (the first {@link #next()}). */
+  private Batches batches;
   private ColumnarBatch batch;
   private long rows;
   private boolean checkedNames;
@@ -39,13 +39,13 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
   /** Set once by {@link #close()}: the worker is no longer this task's (it may serve another one). */
   private boolean closed;
 
-  PipeReader(String python, String module, String format, String[] columns, PipePartition partition) {
+  PipeReader(String python, String module, String format, String[] columns, PipePartition partition,
+      boolean ring) {
     this.columns = columns;
     this.partition = partition;
     worker = WorkerPool.borrow(python, module);
     try {
       allocator = new RootAllocator(Long.MAX_VALUE);
-      reader = new ArrowStreamReader(worker.stream(), allocator);
     } catch (RuntimeException e) {
       worker.destroy();
       throw e;
@@ -55,7 +55,7 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
       task.addTaskInterruptListener((TaskInterruptListener) (context, reason) -> interrupted());
     }
     try {
-      worker.send(format, partition.split, columns);
+      worker.send(format, partition.split, columns, ring);
     } catch (IOException e) {
       // The worker died before taking the task: the first next() reports its exit.
     }
@@ -67,8 +67,13 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
       return false;
     }
     boolean loaded;
+    VectorSchemaRoot root;
     try {
-      loaded = reader.loadNextBatch();
+      if (batches == null) {
+        batches = Batches.of(worker, allocator);
+      }
+      loaded = batches.loadNextBatch();
+      root = batches.root();
     } catch (IOException | RuntimeException e) {
       throw workerFailure("its stream broke: " + e.getMessage(), e);
     }
@@ -76,7 +81,6 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
       finish();
       return false;
     }
-    VectorSchemaRoot root = reader.getVectorSchemaRoot();
     List<FieldVector> vectors = root.getFieldVectors();
     if (!checkedNames) {
       checkNames(vectors);
@@ -110,7 +114,7 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
 
   /** After the end marker: the status line decides whether the stream was whole. */
   private void finish() throws IOException {
-    String status = worker.readStatus();
+    String status = batches.status();
     if (status == null) {
       throw workerFailure("it ended without a status line", null);
     }
@@ -166,7 +170,9 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
       }
     } finally {
       try {
-        reader.close();
+        if (batches != null) {
+          batches.close();
+        }
       } finally {
         allocator.close();
       }

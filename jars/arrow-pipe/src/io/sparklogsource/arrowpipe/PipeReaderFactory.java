@@ -15,12 +15,14 @@ final class PipeReaderFactory implements PartitionReaderFactory {
   private final String module;
   private final String format;
   private final String[] columns;
+  private final boolean ring;
 
-  PipeReaderFactory(String python, String module, String format, String[] columns) {
+  PipeReaderFactory(String python, String module, String format, String[] columns, boolean ring) {
     this.python = python;
     this.module = module;
     this.format = format;
     this.columns = columns;
+    this.ring = ring;
   }
 
   @Override
@@ -35,6 +37,6 @@ final class PipeReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-    return new PipeReader(python, module, format, columns, (PipePartition) partition);
+    return new PipeReader(python, module, format, columns, (PipePartition) partition, ring);
   }
 }

@@ -43,6 +43,7 @@ final class PipeScan implements Scan, Batch {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new PipeReaderFactory(options.python, options.module, options.format, readSchema.fieldNames());
+    return new PipeReaderFactory(options.python, options.module, options.format, readSchema.fieldNames(),
+        options.ring);
   }
 }

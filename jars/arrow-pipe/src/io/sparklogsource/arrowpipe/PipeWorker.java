@@ -20,7 +20,7 @@ final class PipeWorker {
   final String key;
   private final Process process;
   private final OutputStream stdin;
-  private final InputStream stdout;
+  private final BufferedInputStream stdout;
   /** Set by {@link #destroy()} (a killed task may call it from another thread): never lent again. */
   private volatile boolean destroyed;
 
@@ -31,15 +31,41 @@ final class PipeWorker {
     this.stdout = new BufferedInputStream(process.getInputStream(), 1 << 20);
   }
 
-  /** Sends one task: the format, the split and the asked columns, each one line. */
-  void send(String format, String split, String[] columns) throws IOException {
+  /** Sends one task: the format, the split, the asked columns and the transport asked for, each one line. */
+  void send(String format, String split, String[] columns, boolean ring) throws IOException {
     stdin.write(format.getBytes(StandardCharsets.US_ASCII));
     stdin.write('\n');
     stdin.write(split.getBytes(StandardCharsets.US_ASCII));
     stdin.write('\n');
     stdin.write(String.join("\t", columns).getBytes(StandardCharsets.UTF_8));
     stdin.write('\n');
+    stdin.write((ring ? "ring" : "stream").getBytes(StandardCharsets.US_ASCII));
+    stdin.write('\n');
     stdin.flush();
+  }
+
+  /** One line of the ring's exchange to the worker ({@code mapped}, {@code stream}, {@code free}). */
+  void answer(String line) throws IOException {
+    stdin.write(line.getBytes(StandardCharsets.US_ASCII));
+    stdin.write('\n');
+    stdin.flush();
+  }
+
+  /** The next byte of the worker's answer, left unread (-1 at its end). */
+  int peek() throws IOException {
+    stdout.mark(1);
+    int b = stdout.read();
+    stdout.reset();
+    return b;
+  }
+
+  /** Exactly {@code n} bytes of the worker's answer (a schema message), or an EOFException. */
+  byte[] readBytes(int n) throws IOException {
+    byte[] bytes = stdout.readNBytes(n);
+    if (bytes.length != n) {
+      throw new java.io.EOFException("the worker's answer ended after " + bytes.length + " of " + n + " bytes");
+    }
+    return bytes;
   }
 
   static PipeWorker start(String python, String module) {
@@ -62,8 +88,9 @@ final class PipeWorker {
     };
   }
 
-  /** The status line after a stream's end marker, or null when the worker closed its stdout first. */
-  String readStatus() throws IOException {
+  /** The next line of the worker's answer (a status line after a stream's end marker, a line of the ring's
+   * exchange), or null when the worker closed its stdout first. */
+  String readLine() throws IOException {
     ByteArrayOutputStream line = new ByteArrayOutputStream();
     while (true) {
       int b = stdout.read();
