@@ -21,12 +21,14 @@ SAKILA = "mysql-binlog/osheroff/mysql-bin.sakila.gz"
 DAMAGED = "tarantool/test/xlog/reader/crc.bad.xlog"  # Tarantool's own test file: a row whose CRC does not match
 
 
-def request(fmt: str, path: str, columns: list[str] | None = None, **options: str) -> tuple[bytes, pa.Schema]:
+def request(fmt: str, path: str, columns: list[str] | None = None, transport: str = "stream",
+            **options: str) -> tuple[bytes, pa.Schema]:
+    """The task lines of every split of ``path`` (``tests/core/test_arrow_ring.py`` asks for the ring)."""
     log_format = make_format(fmt, path, options)
     names = log_format.schema().names if columns is None else columns
     splits = log_format.plan(log_format.list_files())
     head = encode_format(log_format)
-    lines = [f"{head}\n{encode_split(split)}\n" + "\t".join(names) + "\n" for split in splits]
+    lines = [f"{head}\n{encode_split(split)}\n" + "\t".join(names) + f"\n{transport}\n" for split in splits]
     return "".join(lines).encode(), log_format.schema()
 
 
@@ -88,7 +90,7 @@ def test_a_damaged_file_ends_the_stream_and_the_status_names_file_and_offset(fix
 def test_a_bug_ends_the_worker_after_its_status(fixtures_dir: Path) -> None:
     good, _ = request("tarantool-xlog", str(fixtures_dir / XLOG / "00000000000000000000.ok.xlog"))
     out = io.BytesIO()
-    serve(io.BytesIO(b"not a task\nnor a split\n\n" + good), out)
+    serve(io.BytesIO(b"not a task\nnor a split\n\nstream\n" + good), out)
     [(table, status)] = answers(out.getvalue())  # the good task after it was not served
     assert status.startswith("error internal ") and table.num_rows == 0
 

@@ -53,12 +53,14 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("transport", ["ring", "stream"])  # shared memory, and the pipe
 @pytest.mark.parametrize(("fmt", "where", "options"), CASES, ids=lambda c: str(c).replace("/", "_"))
-def test_same_rows_as_the_python_data_source(spark, fixtures_dir: Path, fmt, where, options) -> None:
+def test_same_rows_as_the_python_data_source(spark, fixtures_dir: Path, fmt, where, options, transport) -> None:
     path = str(fixtures_dir / where)
     # small splits: several tasks per file, so every split boundary is crossed
     opts = {**options, "maxPartitionBytes": "65536"}
-    assert_same_rows(read_columnar(spark, fmt, path, **opts), spark.read.format(fmt).options(**opts).load(path))
+    ours = read_columnar(spark, fmt, path, transport=transport, **opts)
+    assert_same_rows(ours, spark.read.format(fmt).options(**opts).load(path))
 
 
 def test_several_splits_give_several_tasks_and_the_same_rows(spark, fixtures_dir: Path, tmp_path: Path) -> None:
@@ -154,6 +156,21 @@ def test_a_batch_whose_offsets_point_past_its_data_fails_the_task_not_the_jvm(sp
         df.select("file").collect()
     assert "malformed batch after 0 rows: column file: its offsets go back or past its data" in str(caught.value)
     assert read_columnar(spark, "mysql-binlog", path).select("file").distinct().count() == 1  # the JVM lives on
+
+
+def test_a_batch_said_to_lie_beyond_its_shared_memory_file_fails_the_task(spark, fixtures_dir: Path) -> None:
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.overrun")
+    with pytest.raises(Exception) as caught:
+        df.select("file").collect()
+    assert "its stream broke: the worker's file 0 holds " in str(caught.value)
+
+
+def test_a_ring_the_jvm_cannot_map_falls_back_to_the_pipe(spark, fixtures_dir: Path) -> None:
+    # the worker offers its stdin and stderr as the ring's files: the JVM refuses them, and the rows come as a stream
+    path = str(fixtures_dir / SAKILA)
+    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.fakering")
+    assert df.select("file", "pos").count() == spark_logsource.read("mysql-binlog", path).num_rows
 
 
 def test_a_worker_module_the_application_did_not_allow_is_refused(spark, fixtures_dir: Path) -> None:

@@ -4,22 +4,56 @@ A JVM task runs one of ``python -m tests.support.lying_pipe.lie`` / ``.die`` / `
 runs from the repository's root, so ``tests`` is importable). Each one breaks the protocol of
 :mod:`spark_logsource.arrow.pipe` in one way the JVM must not take for a whole split: a status that claims more
 rows than were sent, a stream cut short by the worker's death, a silent exit, a batch whose string offsets point
-past its data (``.stray``: Spark's own Arrow accessor would read beyond the buffer).
+past its data (``.stray``: Spark's own Arrow accessor would read beyond the buffer), a batch said to lie beyond the
+shared-memory file it is in (``.overrun``). ``.fakering`` offers a ring of files that are not memory files: the JVM
+must refuse it, and the worker then answers with a stream, as a worker whose ring cannot be mapped does.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import pyarrow as pa
 
 from spark_logsource.arrow import pipe
+from spark_logsource.arrow.ring import Ring
 
 #: Every module of this package, for the static setting that lets the JVM run them
 #: (``spark.logsource.arrowPipe.extraModules``, set by the test session: tests/conftest.py).
-MODULES = ",".join(f"tests.support.lying_pipe.{mode}" for mode in ("lie", "die", "silent", "stray"))
+MODES = ("lie", "die", "silent", "stray", "overrun", "fakering")
+MODULES = ",".join(f"tests.support.lying_pipe.{mode}" for mode in MODES)
+
+
+def ring_lies(mode: str, source: BinaryIO, sink: BinaryIO, format_line: bytes, split_line: bytes,
+              columns: list[str]) -> int:
+    """``overrun``: a true ring offer, then a batch said to end past its file. ``fakering``: an offer of the
+    worker's stdin and stderr, which the JVM must refuse; then the task's rows as a stream, and a true status."""
+    assert source.readline() == b"ring\n"
+    fmt, split = pipe.decode_task(format_line.decode().strip(), split_line.decode().strip())
+    schema = pipe.projected(fmt.schema(), columns)
+    if mode == "overrun":
+        ring_ = Ring()
+        ring_.offer(schema, source, sink)
+        sink.write(f"batch 0 64 {ring_.slots[0].size + 4096}\n".encode())
+        sink.flush()
+        source.readline()  # the JVM ends the task: stdin closes
+        return 0
+    message = schema.serialize()
+    sink.write(f"ring {os.getpid()} 0 2 {message.size}\n".encode() + message.to_pybytes())
+    sink.flush()
+    if source.readline() != b"stream\n":
+        return 3
+    rows = 0
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for batch in fmt.read_split(split):
+            if batch.num_rows:
+                writer.write_batch(batch.select(columns))
+                rows += batch.num_rows
+    sink.write(f"ok {rows}\n".encode())
+    sink.flush()
+    return 0
 
 
 def stray_offsets(batch: pa.RecordBatch) -> bytes:
@@ -39,10 +73,12 @@ def stray_offsets(batch: pa.RecordBatch) -> bytes:
     return bytes(stream)
 
 
-def main(mode: Literal["lie", "die", "silent", "stray"]) -> int:
+def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering"]) -> int:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     format_line, split_line = source.readline(), source.readline()
     columns = [c for c in source.readline().decode().rstrip("\n").split("\t") if c]
+    if mode in ("overrun", "fakering"):
+        return ring_lies(mode, source, sink, format_line, split_line, columns)
     fmt, split = pipe.decode_task(format_line.decode().strip(), split_line.decode().strip())
     schema = pipe.projected(fmt.schema(), columns)
     batches = [b.select(columns) for b in fmt.read_split(split) if b.num_rows]
