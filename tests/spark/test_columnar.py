@@ -59,8 +59,11 @@ def test_same_rows_as_the_python_data_source(spark, fixtures_dir: Path, fmt, whe
     path = str(fixtures_dir / where)
     # small splits: several tasks per file, so every split boundary is crossed
     opts = {**options, "maxPartitionBytes": "65536"}
+    rings = spark.sparkContext._jvm.io.sparklogsource.arrowpipe.RingBatches  # local mode: the executor is this JVM
+    before = rings.accepted()
     ours = read_columnar(spark, fmt, path, transport=transport, **opts)
     assert_same_rows(ours, spark.read.format(fmt).options(**opts).load(path))
+    assert (rings.accepted() > before) == (transport == "ring")  # the tasks took the transport asked for
 
 
 def test_several_splits_give_several_tasks_and_the_same_rows(spark, fixtures_dir: Path, tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ import java.nio.channels.ReadableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorLoader;
@@ -21,6 +23,8 @@ import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A task's batches through the worker's shared-memory ring (spark_logsource/arrow/ring.py has the exchange): two
@@ -32,11 +36,14 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * <p>What the worker says is checked before it is read: the files must be memory files, a batch must lie within
  * the file as it is now, and its message must be a record batch whose body lies within the batch.
  */
-final class RingBatches implements Batches {
+public final class RingBatches implements Batches {
 
   /** The largest file mapped: a batch is capped at 256 MiB by the readers (MAX_BATCH_BYTES), with room to spare. */
   private static final long MAX_FILE_BYTES = 1L << 30;
   private static final int MAX_SCHEMA_BYTES = 16 << 20;
+  private static final Logger LOG = LoggerFactory.getLogger(RingBatches.class);
+  private static final AtomicLong ACCEPTED = new AtomicLong();
+  private static final AtomicBoolean REFUSAL_LOGGED = new AtomicBoolean();
 
   private final PipeWorker worker;
   private final BufferAllocator allocator;
@@ -74,11 +81,21 @@ final class RingBatches implements Batches {
       }
     } catch (IOException | RuntimeException e) {
       closeAll(files);
+      if (!REFUSAL_LOGGED.getAndSet(true)) {
+        LOG.warn("The Python worker's memory files cannot be opened here ({}): batches go through its pipe",
+            e.toString());
+      }
       worker.answer("stream");
       return null;
     }
     worker.answer("mapped");
+    ACCEPTED.incrementAndGet();
     return new RingBatches(worker, allocator, files, schema);
+  }
+
+  /** How many tasks of this JVM took their batches through a ring (for tests and metrics). */
+  public static long accepted() {
+    return ACCEPTED.get();
   }
 
   @Override
