@@ -150,10 +150,8 @@ class Worker:
         if ring is not None and source is not None:
             self.ring_in_use = True
             for batch in batches:
-                try:
-                    ring.write(batch, source, sink)
-                except OSError as exc:
-                    raise SinkError(f"writing to the JVM failed after {rows} rows: {exc}") from exc
+                # a broken pipe to the JVM ends the worker (main); a slot that cannot grow is a bug with a traceback
+                ring.write(batch, source, sink)
                 rows += batch.num_rows
         else:
             # Not a with-block: after a failed write the stream must stay unended (a half message may be out), so

@@ -28,10 +28,14 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-__all__ = ["Ring", "RingRefused", "ring_available"]
+from spark_logsource.arrow.batching import MAX_BATCH_BYTES
+
+__all__ = ["BadAnswer", "Ring", "RingRefused", "ring_available"]
 
 #: Bytes of an Arrow IPC stream's end marker (continuation word and a zero length).
 _END_MARKER_BYTES = 8
+#: Above this, a slot's pages are given back after each task (:meth:`_Slot.release`).
+KEPT_SLOT_BYTES = 64 << 20
 #: Bytes each slot starts with; a larger batch grows its slot (a batch of typed rows is about a MiB).
 FIRST_SLOT_BYTES = 4 << 20
 
@@ -55,15 +59,23 @@ class _Slot:
         self.ensure(FIRST_SLOT_BYTES)
 
     def ensure(self, size: int) -> None:
-        """Grow the file (and its mapping) to hold ``size`` bytes; a slot never shrinks."""
+        """Grow the file (and its mapping) to hold ``size`` bytes: doubling up to the readers' batch cap, exactly
+        above it (a single row over the cap is a batch of its own); the file never shrinks (see :meth:`release`)."""
         if size <= self.size:
             return
-        size = max(size, 2 * self.size)
+        if size <= MAX_BATCH_BYTES:
+            size = min(max(size, 2 * self.size), MAX_BATCH_BYTES)
         os.ftruncate(self.fd, size)
         if self.map is not None:
             self.map.close()
         self.map = mmap.mmap(self.fd, size)
         self.size = size
+
+    def release(self) -> None:
+        """Give a large slot's pages back to the system between tasks (the file keeps its size, so a JVM that maps
+        it never faults; the next batch written there takes fresh pages)."""
+        if self.map is not None and self.size > KEPT_SLOT_BYTES:
+            self.map.madvise(mmap.MADV_REMOVE)
 
     def close(self) -> None:
         if self.map is not None:
@@ -78,11 +90,13 @@ class Ring:
         self.slots = (_Slot(0), _Slot(1))
         self.written = 0
         self.owed = 0
+        self.schema = pa.schema([])
         self.schema_bytes = 0
 
     def offer(self, schema: pa.Schema, source: BinaryIO, sink: BinaryIO) -> None:
         """Tell the JVM where the slots are and wait for its answer (RingRefused: it could not map them)."""
         message = schema.serialize()
+        self.schema = schema
         self.schema_bytes = message.size
         fds = " ".join(str(s.fd) for s in self.slots)
         sink.write(f"ring {os.getpid()} {fds} {message.size}\n".encode() + message.to_pybytes())
@@ -108,7 +122,8 @@ class Ring:
         assert slot.map is not None
         target = pa.py_buffer(slot.map)
         out = pa.FixedSizeBufferWriter(target)
-        with pa.ipc.new_stream(out, batch.schema) as writer:
+        # the offered schema, not the batch's: the writer refuses a batch of another schema, as the stream does
+        with pa.ipc.new_stream(out, self.schema) as writer:
             writer.write_batch(batch)
         length = out.tell()
         del out, target, writer  # no view of the map may outlive this call: growing the slot closes it
@@ -118,9 +133,12 @@ class Ring:
         self.owed += 1
 
     def settle(self, source: BinaryIO) -> None:
-        """After the status line: read the ``free`` lines the JVM still owes, so the next task starts in step."""
+        """After the status line: read the ``free`` lines the JVM still owes, so the next task starts in step; then
+        give back the pages of a slot a large batch grew."""
         while self.owed:
             self._take_free(source)
+        for slot in self.slots:
+            slot.release()
 
     def _take_free(self, source: BinaryIO) -> None:
         answer = source.readline()

@@ -17,7 +17,7 @@ import spark_logsource
 from spark_logsource.arrow import ring
 from spark_logsource.arrow.pipe import serve
 from spark_logsource.arrow.ring import BadAnswer
-from tests.core.test_arrow_pipe import SAKILA, XLOG, answers, request
+from tests.core.test_arrow_pipe import DAMAGED, SAKILA, XLOG, answers, request
 
 _OFFER = re.compile(rb"ring (\d+) (\d+) (\d+) (\d+)\n")
 _BATCH = re.compile(rb"batch ([01]) (\d+) (\d+)\n")
@@ -25,8 +25,10 @@ _STATUS = re.compile(rb"(ok \d+|error [^\n]*)\n")
 
 
 class StandInJvm:
-    """Both ends of the worker's pipes: it reads the task lines from ``lines`` and writes the answers here; each
-    batch is read from the worker's file the moment its line arrives (the worker may reuse the file after ``free``)."""
+    """Both ends of the worker's pipes: it reads the task lines from ``lines`` and writes the answers here. It reads
+    a batch from the worker's file as late as it can: only when the worker waits for an answer, or at the status
+    line, and then says ``free``. A worker that wrote a batch into a file before its last batch there was read
+    would hand this stand-in the wrong rows."""
 
     def __init__(self, tasks: bytes, answer_offer: bytes = b"mapped\n") -> None:
         self.lines = collections.deque(io.BytesIO(tasks).readlines())
@@ -36,11 +38,21 @@ class StandInJvm:
         self.batches: list[pa.RecordBatch] = []
         self.files: tuple[str, str] | None = None
         self.stream = io.BytesIO()  # what came as a stream (after a refused offer)
+        self.unread: collections.deque[tuple[int, int, int]] = collections.deque()  # (slot, length, file bytes)
 
     closed = False  # what pyarrow asks of a file it writes a stream to
 
     def readline(self) -> bytes:
+        if self.unread and (not self.lines or self.lines[0] != self.answer_offer):
+            self._read_one()  # the worker waits for a free: the oldest batch is read now, not before
         return self.lines.popleft() if self.lines else b""
+
+    def _read_one(self) -> None:
+        assert self.files is not None
+        slot, length, size = self.unread.popleft()
+        with open(self.files[slot], "rb") as f, mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ) as mm:
+            self.batches.append(pa.ipc.open_stream(pa.py_buffer(mm[:length])).read_next_batch())
+        self.lines.appendleft(b"free\n")
 
     def flush(self) -> None:
         pass
@@ -60,13 +72,12 @@ class StandInJvm:
             self.lines.appendleft(self.answer_offer)
             return True
         if m := _BATCH.match(self.pending):
-            assert self.files is not None
-            with open(self.files[int(m[1])], "rb") as f, mmap.mmap(f.fileno(), int(m[3]), prot=mmap.PROT_READ) as mm:
-                self.batches.append(pa.ipc.open_stream(pa.py_buffer(mm[:int(m[2])])).read_next_batch())
+            self.unread.append((int(m[1]), int(m[2]), int(m[3])))
             self.pending = self.pending[m.end():]
-            self.lines.appendleft(b"free\n")  # before the next task's lines, as the JVM answers before its next task
             return True
         if self.files is not None and (m := _STATUS.match(self.pending)):
+            while self.unread:  # the JVM reads every batch before the status line; its frees precede the next task
+                self._read_one()
             self.tasks.append((self.batches, m[1].decode()))
             self.batches, self.files = [], None
             self.pending = self.pending[m.end():]
@@ -106,6 +117,19 @@ def test_a_refused_ring_answers_with_a_stream(fixtures_dir: Path) -> None:
     serve(jvm, jvm)  # type: ignore[arg-type]
     [(table, status)] = answers(jvm.stream.getvalue())
     assert table.equals(spark_logsource.read("tarantool-xlog", path)) and status == f"ok {table.num_rows}"
+
+
+def test_a_failed_task_through_the_ring_leaves_the_worker_in_step(fixtures_dir: Path) -> None:
+    bad, _ = request("tarantool-xlog", str(fixtures_dir / DAMAGED), transport="ring", mode="FAILFAST", batchSize="1")
+    good_path = str(fixtures_dir / XLOG / "00000000000000000000.ok.xlog")
+    good, _ = request("tarantool-xlog", good_path, transport="ring")
+    jvm = StandInJvm(bad + good)
+    serve(jvm, jvm)  # type: ignore[arg-type]
+    [(failed_batches, failed), (batches, status)] = jvm.tasks
+    assert failed.startswith("error ChecksumError: ") and str(fixtures_dir / DAMAGED) in failed
+    assert len(failed_batches) >= 2  # batches before the damage went through both files, and were freed
+    assert pa.Table.from_batches(batches).equals(spark_logsource.read("tarantool-xlog", good_path))
+    assert status == f"ok {sum(b.num_rows for b in batches)}" and not jvm.lines
 
 
 def test_an_answer_outside_the_exchange_stops_the_worker(fixtures_dir: Path) -> None:

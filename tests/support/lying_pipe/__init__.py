@@ -5,15 +5,18 @@ runs from the repository's root, so ``tests`` is importable). Each one breaks th
 :mod:`spark_logsource.arrow.pipe` in one way the JVM must not take for a whole split: a status that claims more
 rows than were sent, a stream cut short by the worker's death, a silent exit, a batch whose string offsets point
 past its data (``.stray``: Spark's own Arrow accessor would read beyond the buffer), a batch said to lie beyond the
-shared-memory file it is in (``.overrun``). ``.fakering`` offers a ring of files that are not memory files: the JVM
-must refuse it, and the worker then answers with a stream, as a worker whose ring cannot be mapped does.
+shared-memory file it is in (``.overrun``), a batch whose first field node claims a null it has no validity bitmap
+for (``.nullslie``: Arrow's loader would make every row null). ``.fakering`` offers a ring of files that are not
+memory files: the JVM must refuse it, and the worker then answers with a stream, as a worker whose ring cannot be
+mapped does.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import sys
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import pyarrow as pa
 
@@ -22,7 +25,7 @@ from spark_logsource.arrow.ring import Ring
 
 #: Every module of this package, for the static setting that lets the JVM run them
 #: (``spark.logsource.arrowPipe.extraModules``, set by the test session: tests/conftest.py).
-MODES = ("lie", "die", "silent", "stray", "overrun", "fakering")
+MODES = ("lie", "die", "silent", "stray", "overrun", "fakering", "nullslie")
 MODULES = ",".join(f"tests.support.lying_pipe.{mode}" for mode in MODES)
 
 
@@ -40,6 +43,23 @@ def ring_lies(mode: str, source: BinaryIO, sink: BinaryIO, format_line: bytes, s
         sink.flush()
         source.readline()  # the JVM ends the task: stdin closes
         return 0
+    if mode == "nullslie":
+        ring_ = Ring()
+        ring_.offer(schema, source, sink)
+        batch = next(b for b in fmt.read_split(split) if b.num_rows).select(columns)
+        slot = ring_.slots[0]
+        assert slot.map is not None
+        real_write = sink.write
+
+        def lying_write(data: bytes) -> int:  # the batch line goes out once its first field node lies
+            if data.startswith(b"batch "):
+                claim_a_null(slot.map, ring_.schema_bytes, batch.num_rows)  # type: ignore[arg-type]
+            return real_write(data)
+
+        sink.write = lying_write  # type: ignore[method-assign]
+        ring_.write(batch, source, sink)
+        source.readline()
+        return 0
     message = schema.serialize()
     sink.write(f"ring {os.getpid()} 0 2 {message.size}\n".encode() + message.to_pybytes())
     sink.flush()
@@ -54,6 +74,16 @@ def ring_lies(mode: str, source: BinaryIO, sink: BinaryIO, format_line: bytes, s
     sink.write(f"ok {rows}\n".encode())
     sink.flush()
     return 0
+
+
+def claim_a_null(slot: Any, schema_bytes: int, rows: int) -> None:
+    """In the one-batch stream at the start of ``slot``: the batch message's first field node (``rows`` values, no
+    null) made to say one null; its column keeps no validity bitmap."""
+    start = schema_bytes + 8  # the batch message: continuation word, metadata length, then its metadata
+    (metadata_length,) = struct.unpack_from("<i", slot, schema_bytes + 4)
+    metadata = bytes(slot[start:start + metadata_length])
+    at = start + metadata.index(struct.pack("<qq", rows, 0))
+    slot[at + 8:at + 16] = struct.pack("<q", 1)
 
 
 def stray_offsets(batch: pa.RecordBatch) -> bytes:
@@ -73,11 +103,11 @@ def stray_offsets(batch: pa.RecordBatch) -> bytes:
     return bytes(stream)
 
 
-def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering"]) -> int:
+def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering", "nullslie"]) -> int:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     format_line, split_line = source.readline(), source.readline()
     columns = [c for c in source.readline().decode().rstrip("\n").split("\t") if c]
-    if mode in ("overrun", "fakering"):
+    if mode in ("overrun", "fakering", "nullslie"):
         return ring_lies(mode, source, sink, format_line, split_line, columns)
     fmt, split = pipe.decode_task(format_line.decode().strip(), split_line.decode().strip())
     schema = pipe.projected(fmt.schema(), columns)

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * A columnar DataSource V2 reader of the Arrow IPC streams our Python decoders write.
+ * A columnar DataSource V2 reader of the Arrow batches our Python decoders write.
  *
  * <p>The driver side is Python ({@code spark_logsource.spark.columnar.read_columnar}): it plans the splits with the
  * format's own planner and hands each one to this source as an opaque option. Each Spark task starts one Python

@@ -25,7 +25,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * An Arrow column of one batch as Spark reads it. Three changes to Spark's own {@link ArrowColumnVector}:
  *
  * <ul>
- *   <li>Spark may close it without freeing it: the stream reader's {@code VectorSchemaRoot} owns the vectors and
+ *   <li>Spark may close it without freeing it: the task's {@code VectorSchemaRoot} owns the vectors and
  *       loads the next batch into them, and Spark closes each batch it is done with.
  *   <li>The flat types our formats write (integers, floats, booleans, dates, microsecond timestamps, decimal128,
  *       strings and binaries with int32 offsets, and structs of them) are read straight from the buffers'
@@ -50,10 +50,12 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   private static final int DECIMAL_BYTES = 16;
-  /** {@link #kind} of booleans, floats and doubles (the integer kinds are their widths in bytes). */
+  /** {@link #kind} of booleans, floats, doubles, strings and binaries (the integer kinds are their widths). */
   private static final int BITS = -1;
   private static final int FLOATS = -4;
   private static final int DOUBLES = -8;
+  private static final int STRINGS = -16;
+  private static final int BINARIES = -17;
   private static final int LONG_DIGITS = 18;
   private static final long[] POWERS_OF_TEN = new long[LONG_DIGITS + 1];
 
@@ -68,8 +70,9 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
   private final boolean direct;
   /**
    * What a value is: bytes per value of an integer, date, timestamp or decimal vector, {@link #BITS},
-   * {@link #FLOATS}, {@link #DOUBLES}, else 0. Each getter reads from addresses only for its own kind: a getter of
-   * another type (a worker that wrote another type than Spark was told) keeps Spark's path, which refuses it.
+   * {@link #FLOATS}, {@link #DOUBLES}, {@link #STRINGS}, {@link #BINARIES}, else 0 (a struct). Each getter reads
+   * from addresses only for its own kind: a getter of another type (a worker that wrote another type than Spark
+   * was told) keeps Spark's path, which refuses it.
    */
   private final int kind;
   /** The validity bitmap's address, or 0 when no row is null. */
@@ -110,7 +113,8 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
         ? vector.getDataBuffer().memoryAddress() : 0;
     offsets = direct && varWidth ? vector.getOffsetBuffer().memoryAddress() : 0;
     kind = vector instanceof BitVector ? BITS
-        : vector instanceof Float4Vector ? FLOATS : vector instanceof Float8Vector ? DOUBLES : width;
+        : vector instanceof Float4Vector ? FLOATS : vector instanceof Float8Vector ? DOUBLES
+        : vector instanceof VarCharVector ? STRINGS : vector instanceof VarBinaryVector ? BINARIES : width;
     validity = direct && nulls != 0 ? vector.getValidityBuffer().memoryAddress() : 0;
     DecimalVector decimals = vector instanceof DecimalVector ? (DecimalVector) vector : null;
     // Only where the Arrow vector itself holds at most 18 digits: then every value is a long, whatever Spark asks.
@@ -255,7 +259,7 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   @Override
   public UTF8String getUTF8String(int rowId) {
-    if (!direct || offsets == 0) {
+    if (!direct || kind != STRINGS) {
       return super.getUTF8String(rowId);
     }
     if (isNullAt(rowId)) {
@@ -268,7 +272,7 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   @Override
   public byte[] getBinary(int rowId) {
-    if (!direct || offsets == 0) {
+    if (!direct || kind != BINARIES) {
       return super.getBinary(rowId);
     }
     if (isNullAt(rowId)) {
@@ -317,6 +321,6 @@ final class BorrowedArrowColumnVector extends ArrowColumnVector {
 
   @Override
   public void close() {
-    // The vectors belong to the stream reader, which frees them in PipeReader.close().
+    // The vectors belong to the task's batches (Batches), which free them in PipeReader.close().
   }
 }

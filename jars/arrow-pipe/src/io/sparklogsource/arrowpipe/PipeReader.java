@@ -14,8 +14,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.util.TaskInterruptListener;
 
 /**
- * One task: borrows a Python worker, sends it the task and reads its Arrow IPC stream as columnar batches. The
- * stream counts only when the worker's status line says {@code ok} with the number of rows read here; an error
+ * One task: borrows a Python worker, sends it the task and reads its Arrow batches ({@link Batches}) as columnar
+ * batches. They count only when the worker's status line says {@code ok} with the number of rows read here; an error
  * status carries our decoder's message, which names the file and the offset.
  *
  * <p>{@link #close()} (Spark calls it when the task ends, however it ends) gives the worker back after a whole
@@ -147,7 +147,7 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
     return batch;
   }
 
-  /** A killed task: its worker goes, so that a read blocked on the pipe returns; unless this reader let it go. */
+  /** A killed task: its worker goes, so that a read blocked on its pipe returns; unless this reader let it go. */
   private synchronized void interrupted() {
     if (!closed) {
       worker.destroy();
@@ -174,7 +174,15 @@ final class PipeReader implements PartitionReader<ColumnarBatch> {
           batches.close();
         }
       } finally {
-        allocator.close();
+        try {
+          allocator.close();
+        } catch (IllegalStateException leaked) {
+          // Arrow's stream loader, handed a batch whose buffers are too short, fails and keeps what it allocated;
+          // that task has failed already (its worker was not in step), and the memory goes with the allocator.
+          if (inStep) {
+            throw leaked;
+          }
+        }
       }
     }
   }

@@ -9,8 +9,9 @@ import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 
 /**
- * One Python worker ({@code python -m spark_logsource.arrow.pipe}): a task line and a columns line in, an Arrow IPC
- * stream and a status line out, task after task. Its stderr is the executor's (warnings, a bug's traceback).
+ * One Python worker ({@code python -m spark_logsource.arrow.pipe}): four task lines in; the batches (through its
+ * shared-memory ring, or as an Arrow IPC stream) and a status line out, task after task. Its stderr is the
+ * executor's (warnings, a bug's traceback).
  */
 final class PipeWorker {
 

@@ -23,6 +23,7 @@ import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.storage.StorageUtils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,8 +39,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class RingBatches implements Batches {
 
-  /** The largest file mapped: a batch is capped at 256 MiB by the readers (MAX_BATCH_BYTES), with room to spare. */
-  private static final long MAX_FILE_BYTES = 1L << 30;
+  /**
+   * The largest file mapped: what one mapping can hold. The readers cut batches at 256 MiB (MAX_BATCH_BYTES), but a
+   * single row over the cap is a batch of its own, and the stream reads it too.
+   */
+  private static final long MAX_FILE_BYTES = Integer.MAX_VALUE - 8;
   private static final int MAX_SCHEMA_BYTES = 16 << 20;
   private static final Logger LOG = LoggerFactory.getLogger(RingBatches.class);
   private static final AtomicLong ACCEPTED = new AtomicLong();
@@ -70,10 +74,12 @@ public final class RingBatches implements Batches {
     int schemaBytes = number(offer[4], MAX_SCHEMA_BYTES);
     Schema schema = MessageSerializer.deserializeSchema(
         new ReadChannel(Channels.newChannel(new ByteArrayInputStream(worker.readBytes(schemaBytes)))));
+    int pid = number(offer[1], Integer.MAX_VALUE);
     FileChannel[] files = new FileChannel[2];
     try {
       for (int i = 0; i < 2; i++) {
-        Path path = Path.of("/proc", offer[1], "fd", offer[2 + i]);
+        Path path = Path.of("/proc", Integer.toString(pid), "fd", Integer.toString(number(offer[2 + i],
+            Integer.MAX_VALUE)));
         if (!Files.readSymbolicLink(path).toString().startsWith("/memfd:")) {
           throw new IOException(path + " is not a memory file");
         }
@@ -88,9 +94,15 @@ public final class RingBatches implements Batches {
       worker.answer("stream");
       return null;
     }
-    worker.answer("mapped");
-    ACCEPTED.incrementAndGet();
-    return new RingBatches(worker, allocator, files, schema);
+    try {
+      RingBatches ring = new RingBatches(worker, allocator, files, schema);
+      worker.answer("mapped");
+      ACCEPTED.incrementAndGet();
+      return ring;
+    } catch (IOException | RuntimeException e) {
+      closeAll(files);
+      throw e;
+    }
   }
 
   /** How many tasks of this JVM took their batches through a ring (for tests and metrics). */
@@ -141,6 +153,10 @@ public final class RingBatches implements Batches {
       throw e;
     }
     try (records) {
+      String flaw = BatchCheck.flaw(root.getSchema(), records);
+      if (flaw != null) {
+        throw new BorrowedArrowColumnVector.MalformedBatch(flaw);
+      }
       loader.load(records);
     }
     worker.answer("free");
@@ -174,6 +190,14 @@ public final class RingBatches implements Batches {
     try {
       root.close();
     } finally {
+      // Unmapped now rather than at some later garbage collection: a mapping holds the worker's pages even after
+      // the worker is gone. Every batch was copied out of them, so nothing reads them any more.
+      for (int i = 0; i < maps.length; i++) {
+        if (maps[i] != null) {
+          StorageUtils.dispose(maps[i]);
+          maps[i] = null;
+        }
+      }
       closeAll(files);
     }
   }

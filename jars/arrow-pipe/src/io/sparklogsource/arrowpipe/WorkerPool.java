@@ -46,10 +46,10 @@ public final class WorkerPool {
     return STARTED.get();
   }
 
-  /** How many workers wait in this JVM's pool now, alive or not (for tests and metrics). */
+  /** How many live workers wait in this JVM's pool now (for tests and metrics). */
   public static int idle() {
     synchronized (IDLE) {
-      return IDLE.values().stream().mapToInt(Deque::size).sum();
+      return (int) IDLE.values().stream().flatMap(Deque::stream).filter(PipeWorker::isAlive).count();
     }
   }
 
