@@ -169,10 +169,12 @@ def test_a_batch_said_to_lie_beyond_its_shared_memory_file_fails_the_task(spark,
     assert "its stream broke: the worker's file 0 holds " in str(caught.value)
 
 
-def test_a_batch_whose_nodes_its_buffers_cannot_hold_fails_the_task(spark, fixtures_dir: Path) -> None:
+@pytest.mark.parametrize("transport", ["ring", "stream"])
+def test_a_batch_whose_nodes_its_buffers_cannot_hold_fails_the_task(spark, fixtures_dir: Path, transport) -> None:
     # a null claimed without a validity bitmap: Arrow's loader alone would turn every row of the column null
     path = str(fixtures_dir / SAKILA)
-    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.nullslie")
+    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.nullslie",
+                       transport=transport)
     with pytest.raises(Exception) as caught:
         df.select("file").collect()
     assert "its stream broke: file: buffer 0 holds 0 bytes of the " in str(caught.value)

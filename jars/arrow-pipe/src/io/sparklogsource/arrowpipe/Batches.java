@@ -2,9 +2,19 @@ package io.sparklogsource.arrowpipe;
 
 import java.io.IOException;
 
+import java.nio.channels.Channels;
+
+import org.apache.arrow.flatbuf.Message;
+import org.apache.arrow.flatbuf.MessageHeader;
+import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageChannelReader;
+import org.apache.arrow.vector.ipc.message.MessageResult;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
 
 /**
  * A task's batches as the worker hands them over: through its shared-memory ring ({@link RingBatches}) or as one
@@ -37,25 +47,78 @@ interface Batches extends AutoCloseable {
     return new StreamBatches(worker, allocator);
   }
 
-  /** The task's batches as one Arrow IPC stream. */
+  /**
+   * Loads one record batch message with its body into {@code root}, after {@link BatchCheck} (Arrow's loader would
+   * grow short buffers rather than refuse them). The body is released here, whatever happens.
+   */
+  static void load(Message message, ArrowBuf body, VectorSchemaRoot root, VectorLoader loader) throws IOException {
+    if (message.headerType() != MessageHeader.RecordBatch) {
+      body.close();
+      throw new IOException("the worker sent a message that is no record batch (header " + message.headerType()
+          + ")");
+    }
+    ArrowRecordBatch records;
+    try {
+      records = MessageSerializer.deserializeRecordBatch(message, body);  // releases the body: its slices hold it
+    } catch (IOException | RuntimeException e) {
+      if (body.refCnt() > 0) {
+        body.close();
+      }
+      throw e;
+    }
+    try (records) {
+      String flaw = BatchCheck.flaw(root.getSchema(), records);
+      if (flaw != null) {
+        throw new BorrowedArrowColumnVector.MalformedBatch(flaw);
+      }
+      loader.load(records);
+    }
+  }
+
+  /** The task's batches as one Arrow IPC stream, read message by message so that each batch is checked. */
   final class StreamBatches implements Batches {
 
     private final PipeWorker worker;
-    private final ArrowStreamReader reader;
+    private final BufferAllocator allocator;
+    private final MessageChannelReader messages;
+    private VectorSchemaRoot root;
+    private VectorLoader loader;
 
     StreamBatches(PipeWorker worker, BufferAllocator allocator) {
       this.worker = worker;
-      reader = new ArrowStreamReader(worker.stream(), allocator);
+      this.allocator = allocator;
+      messages = new MessageChannelReader(new ReadChannel(Channels.newChannel(worker.stream())), allocator);
+    }
+
+    /** Reads the stream's schema, once. */
+    private void start() throws IOException {
+      if (root != null) {
+        return;
+      }
+      MessageResult first = messages.readNext();
+      if (first == null || first.getMessage().headerType() != MessageHeader.Schema) {
+        throw new IOException("Unexpected end of input. Missing schema.");
+      }
+      root = VectorSchemaRoot.create(MessageSerializer.deserializeSchema(first.getMessage()), allocator);
+      loader = new VectorLoader(root);
     }
 
     @Override
     public boolean loadNextBatch() throws IOException {
-      return reader.loadNextBatch();
+      start();
+      MessageResult next = messages.readNext();
+      if (next == null) {
+        return false;  // the end marker
+      }
+      ArrowBuf body = next.getBodyBuffer() == null ? allocator.getEmpty() : next.getBodyBuffer();
+      load(next.getMessage(), body, root, loader);
+      return true;
     }
 
     @Override
     public VectorSchemaRoot root() throws IOException {
-      return reader.getVectorSchemaRoot();
+      start();
+      return root;
     }
 
     @Override
@@ -64,8 +127,10 @@ interface Batches extends AutoCloseable {
     }
 
     @Override
-    public void close() throws IOException {
-      reader.close();
+    public void close() {
+      if (root != null) {
+        root.close();
+      }
     }
   }
 }

@@ -19,7 +19,6 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ReadChannel;
 import org.apache.arrow.flatbuf.MessageHeader;
 import org.apache.arrow.memory.ArrowBuf;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -133,7 +132,7 @@ public final class RingBatches implements Batches {
     if (head != null && head.getMessage().headerType() == MessageHeader.Schema && head.getMessageBodyLength() == 0) {
       head = MessageSerializer.readMessage(in);
     }
-    if (head == null || head.getMessage().headerType() != MessageHeader.RecordBatch) {
+    if (head == null) {
       throw new IOException("the worker's slot " + slot + " holds no record batch");
     }
     long bodyBytes = head.getMessageBodyLength();
@@ -143,22 +142,7 @@ public final class RingBatches implements Batches {
     // A batch without columns (a count) has no body; Arrow's own reader gives it an empty buffer too.
     ArrowBuf body = bodyBytes == 0 ? allocator.getEmpty()
         : MessageSerializer.readMessageBody(in, bodyBytes, allocator);
-    ArrowRecordBatch records;
-    try {
-      records = MessageSerializer.deserializeRecordBatch(head, body);  // releases the body: its slices hold it
-    } catch (IOException | RuntimeException e) {
-      if (body.refCnt() > 0) {
-        body.close();
-      }
-      throw e;
-    }
-    try (records) {
-      String flaw = BatchCheck.flaw(root.getSchema(), records);
-      if (flaw != null) {
-        throw new BorrowedArrowColumnVector.MalformedBatch(flaw);
-      }
-      loader.load(records);
-    }
+    Batches.load(head.getMessage(), body, root, loader);
     worker.answer("free");
     return true;
   }
