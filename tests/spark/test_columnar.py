@@ -151,33 +151,22 @@ def test_a_worker_that_breaks_the_protocol_fails_the_task(spark, fixtures_dir: P
     assert said in str(caught.value)
 
 
-def test_a_batch_whose_offsets_point_past_its_data_fails_the_task_not_the_jvm(spark, fixtures_dir: Path) -> None:
-    # the reader reads values from the buffers' addresses, so it checks each batch's bounds before Spark reads it
-    path = str(fixtures_dir / SAKILA)
-    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.stray")
-    with pytest.raises(Exception) as caught:
-        df.select("file").collect()
-    assert "malformed batch after 0 rows: column file: its offsets go back or past its data" in str(caught.value)
-    assert read_columnar(spark, "mysql-binlog", path).select("file").distinct().count() == 1  # the JVM lives on
-
-
-def test_a_batch_said_to_lie_beyond_its_shared_memory_file_fails_the_task(spark, fixtures_dir: Path) -> None:
-    path = str(fixtures_dir / SAKILA)
-    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.overrun")
-    with pytest.raises(Exception) as caught:
-        df.select("file").collect()
-    assert "its stream broke: the worker's file 0 holds " in str(caught.value)
-
-
-@pytest.mark.parametrize("transport", ["ring", "stream"])
-def test_a_batch_whose_nodes_its_buffers_cannot_hold_fails_the_task(spark, fixtures_dir: Path, transport) -> None:
+@pytest.mark.parametrize(("mode", "transport", "said"), [
+    # string offsets past the data: the values are read from the buffers' addresses, so the bounds are checked first
+    ("stray", "stream", "malformed batch after 0 rows: column file: its offsets go back or past its data"),
+    ("overrun", "ring", "its stream broke: the worker's file 0 holds "),  # a batch said to lie beyond its file
     # a null claimed without a validity bitmap: Arrow's loader alone would turn every row of the column null
+    ("nullslie", "ring", "its stream broke: file: buffer 0 holds 0 bytes of the "),
+    ("nullslie", "stream", "its stream broke: file: buffer 0 holds 0 bytes of the "),
+])
+def test_a_malformed_batch_fails_the_task_not_the_jvm(spark, fixtures_dir: Path, mode, transport, said) -> None:
     path = str(fixtures_dir / SAKILA)
-    df = read_columnar(spark, "mysql-binlog", path, worker_module="tests.support.lying_pipe.nullslie",
+    df = read_columnar(spark, "mysql-binlog", path, worker_module=f"tests.support.lying_pipe.{mode}",
                        transport=transport)
     with pytest.raises(Exception) as caught:
         df.select("file").collect()
-    assert "its stream broke: file: buffer 0 holds 0 bytes of the " in str(caught.value)
+    assert said in str(caught.value)
+    assert read_columnar(spark, "mysql-binlog", path).select("file").distinct().count() == 1  # the JVM lives on
 
 
 def test_a_ring_the_jvm_cannot_map_falls_back_to_the_pipe(spark, fixtures_dir: Path) -> None:
