@@ -25,7 +25,6 @@ stderr, which the executor keeps. No Spark import here.
 from __future__ import annotations
 
 import base64
-import fcntl
 import logging
 import os
 import pickle
@@ -239,8 +238,10 @@ def widen_pipe(fd: int) -> None:
     """Make the pipe ``fd`` writes to hold :data:`PIPE_BYTES`, where the system allows it (a pipe only, on Linux,
     within ``/proc/sys/fs/pipe-max-size``); anything else keeps its size."""
     try:
+        import fcntl  # Unix only; imported here so that the module still imports elsewhere
+
         fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_BYTES)
-    except OSError as exc:  # not a pipe, not Linux, or above the system's limit: a smaller pipe only costs speed
+    except (ImportError, OSError) as exc:  # not a pipe, not Linux, above the system's limit: it only costs speed
         log.debug("the pipe keeps its size: %s", exc)
 
 
