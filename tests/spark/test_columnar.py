@@ -120,6 +120,19 @@ def test_workers_are_reused_by_later_tasks(spark, fixtures_dir: Path) -> None:
     assert pool.idle() >= min(2, idle)
 
 
+def test_idle_workers_are_ended_and_replaced(spark, fixtures_dir: Path) -> None:
+    path = str(fixtures_dir / XLOG)
+    df = read_columnar(spark, "tarantool-xlog", path)
+    df.count()
+    pool = spark.sparkContext._jvm.io.sparklogsource.arrowpipe.WorkerPool
+    assert pool.idle() >= 1
+    # what the pool's reaper does to workers idle for a minute (WorkerPool.IDLE_TIMEOUT_NANOS), asked for at once
+    assert pool.reap(0) >= 1 and pool.idle() == 0
+    started = pool.started()
+    assert df.count() == spark_logsource.read("tarantool-xlog", path).num_rows
+    assert pool.started() > started and pool.idle() >= 1  # new workers, back in the pool after the query
+
+
 def test_a_damaged_file_names_the_file_and_the_offset(spark, fixtures_dir: Path) -> None:
     damaged = str(fixtures_dir / DAMAGED)
     with pytest.raises(Exception) as caught:

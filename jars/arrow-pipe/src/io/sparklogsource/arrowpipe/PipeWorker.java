@@ -24,6 +24,8 @@ final class PipeWorker {
   private final BufferedInputStream stdout;
   /** Set by {@link #destroy()} (a killed task may call it from another thread): never lent again. */
   private volatile boolean destroyed;
+  /** When the pool took it back ({@code System.nanoTime()}); read under the pool's lock. */
+  long idleSince;
 
   private PipeWorker(String key, Process process) {
     this.key = key;

@@ -1,26 +1,42 @@
 package io.sparklogsource.arrowpipe;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The idle Python workers of this JVM (an executor), reused by its tasks as pyspark reuses its own: a worker is
- * given back only after it answered a whole task with {@code ok}; any other end destroys it. Idle workers end
- * with the JVM: their stdin closes, and they exit.
+ * given back only after it answered a whole task with {@code ok}; any other end destroys it. A worker idle for
+ * {@link #IDLE_TIMEOUT_NANOS} is destroyed, as pyspark ends its own idle workers after a minute, so an executor
+ * that stopped reading logs does not keep the processes and their memory; the rest end with the JVM (their stdin
+ * closes, and they exit).
  */
 public final class WorkerPool {
 
   /** Idle workers kept per interpreter and module (one per core at least); more are destroyed when given back. */
   private static final int MAX_IDLE = Math.max(8, Runtime.getRuntime().availableProcessors());
 
+  /** How long a worker may wait in the pool: a minute, pyspark's own timeout for its idle workers. */
+  static final long IDLE_TIMEOUT_NANOS = TimeUnit.MINUTES.toNanos(1);
+
   private static final Map<String, Deque<PipeWorker>> IDLE = new HashMap<>();
   private static final AtomicLong STARTED = new AtomicLong();
 
   static {
     Runtime.getRuntime().addShutdownHook(new Thread(WorkerPool::destroyIdle, "spark-logsource-pipe-workers"));
+    ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(task -> {
+      Thread thread = new Thread(task, "spark-logsource-pipe-reaper");
+      thread.setDaemon(true);
+      return thread;
+    });
+    reaper.scheduleWithFixedDelay(() -> reap(IDLE_TIMEOUT_NANOS), 10, 10, TimeUnit.SECONDS);
   }
 
   private WorkerPool() {}
@@ -57,11 +73,37 @@ public final class WorkerPool {
     synchronized (IDLE) {
       Deque<PipeWorker> idle = IDLE.computeIfAbsent(worker.key, k -> new ArrayDeque<>());
       if (worker.isAlive() && idle.size() < MAX_IDLE) {
+        worker.idleSince = System.nanoTime();
         idle.addFirst(worker);
         return;
       }
     }
     worker.destroy();
+  }
+
+  /**
+   * Destroys the workers that have waited in the pool for at least {@code nanos} (the reaper's timeout; tests ask
+   * for 0). Returns how many. The most recently given back are lent first, so the ones that wait longest are the
+   * ones a quieter executor no longer needs.
+   */
+  public static int reap(long nanos) {
+    List<PipeWorker> expired = new ArrayList<>();
+    long now = System.nanoTime();
+    synchronized (IDLE) {
+      for (Deque<PipeWorker> idle : IDLE.values()) {
+        idle.removeIf(worker -> {
+          boolean old = now - worker.idleSince >= nanos;
+          if (old) {
+            expired.add(worker);
+          }
+          return old;
+        });
+      }
+    }
+    for (PipeWorker worker : expired) {
+      worker.destroy();  // its stdin closes: the worker ends
+    }
+    return expired.size();
   }
 
   private static void destroyIdle() {
