@@ -22,6 +22,7 @@ Linux only (``memfd_create``); elsewhere the worker answers with a stream. No Sp
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 from typing import BinaryIO
@@ -31,6 +32,8 @@ import pyarrow as pa
 from spark_logsource.arrow.batching import MAX_BATCH_BYTES
 
 __all__ = ["BadAnswer", "Ring", "RingRefused", "ring_available"]
+
+log = logging.getLogger(__name__)
 
 #: Bytes of an Arrow IPC stream's end marker (continuation word and a zero length).
 _END_MARKER_BYTES = 8
@@ -75,7 +78,10 @@ class _Slot:
         """Give a large slot's pages back to the system between tasks (the file keeps its size, so a JVM that maps
         it never faults; the next batch written there takes fresh pages)."""
         if self.map is not None and self.size > KEPT_SLOT_BYTES:
-            self.map.madvise(mmap.MADV_REMOVE)
+            try:
+                self.map.madvise(mmap.MADV_REMOVE)
+            except OSError as exc:  # after the task's status: a worker that keeps the pages must not die of it
+                log.debug("a slot keeps its pages: %s", exc)
 
     def close(self) -> None:
         if self.map is not None:

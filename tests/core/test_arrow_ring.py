@@ -98,6 +98,7 @@ def test_each_batch_comes_through_the_ring_task_after_task(fixtures_dir: Path, t
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     path = sakila_binlog(fixtures_dir, tmp_path)
     monkeypatch.setattr(ring, "FIRST_SLOT_BYTES", 4096)  # every file grows, more than once
+    monkeypatch.setattr(ring, "KEPT_SLOT_BYTES", 4096)  # and gives its pages back after each task
     data, schema = request("mysql-binlog", path, transport="ring", view="table", table="sakila.payment",
                            maxPartitionBytes="1000000", batchSize="500")
     jvm = StandInJvm(data)

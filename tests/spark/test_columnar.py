@@ -126,7 +126,8 @@ def test_idle_workers_are_ended_and_replaced(spark, fixtures_dir: Path) -> None:
     df.count()
     pool = spark.sparkContext._jvm.io.sparklogsource.arrowpipe.WorkerPool
     assert pool.idle() >= 1
-    # what the pool's reaper does to workers idle for a minute (WorkerPool.IDLE_TIMEOUT_NANOS), asked for at once
+    # what the pool's reaper does every 10 s to workers idle for a minute, asked for at once
+    assert (pool.IDLE_TIMEOUT_NANOS, pool.REAP_EVERY_SECONDS) == (60_000_000_000, 10)
     assert pool.reap(0) >= 1 and pool.idle() == 0
     started = pool.started()
     assert df.count() == spark_logsource.read("tarantool-xlog", path).num_rows
@@ -171,6 +172,8 @@ def test_a_worker_that_breaks_the_protocol_fails_the_task(spark, fixtures_dir: P
     # a null claimed without a validity bitmap: Arrow's loader alone would turn every row of the column null
     ("nullslie", "ring", "its stream broke: file: buffer 0 holds 0 bytes of the "),
     ("nullslie", "stream", "its stream broke: file: buffer 0 holds 0 bytes of the "),
+    # a length prefix Arrow would allocate before reading: 0.9 GB
+    ("hugemeta", "stream", "its stream broke: the worker's message claims 900000000 bytes of metadata"),
 ])
 def test_a_malformed_batch_fails_the_task_not_the_jvm(spark, fixtures_dir: Path, mode, transport, said) -> None:
     path = str(fixtures_dir / SAKILA)

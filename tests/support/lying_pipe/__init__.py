@@ -6,7 +6,8 @@ runs from the repository's root, so ``tests`` is importable). Each one breaks th
 rows than were sent, a stream cut short by the worker's death, a silent exit, a batch whose string offsets point
 past its data (``.stray``: Spark's own Arrow accessor would read beyond the buffer), a batch said to lie beyond the
 shared-memory file it is in (``.overrun``), a batch whose first field node claims a null it has no validity bitmap
-for (``.nullslie``: Arrow's loader would make every row null). ``.fakering`` offers a ring of files that are not
+for (``.nullslie``: Arrow's loader would make every row null), a stream whose first message claims 0.9 GB of
+metadata (``.hugemeta``: Arrow would allocate it before reading). ``.fakering`` offers a ring of files that are not
 memory files: the JVM must refuse it, and the worker then answers with a stream, as a worker whose ring cannot be
 mapped does.
 """
@@ -25,7 +26,7 @@ from spark_logsource.arrow.ring import Ring
 
 #: Every module of this package, for the static setting that lets the JVM run them
 #: (``spark.logsource.arrowPipe.extraModules``, set by the test session: tests/conftest.py).
-MODES = ("lie", "die", "silent", "stray", "overrun", "fakering", "nullslie")
+MODES = ("lie", "die", "silent", "stray", "overrun", "fakering", "nullslie", "hugemeta")
 MODULES = ",".join(f"tests.support.lying_pipe.{mode}" for mode in MODES)
 
 
@@ -114,7 +115,7 @@ def stray_offsets(batch: pa.RecordBatch) -> bytes:
     return bytes(stream)
 
 
-def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering", "nullslie"]) -> int:
+def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering", "nullslie", "hugemeta"]) -> int:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     format_line, split_line = source.readline(), source.readline()
     columns = [c for c in source.readline().decode().rstrip("\n").split("\t") if c]
@@ -124,6 +125,10 @@ def main(mode: Literal["lie", "die", "silent", "stray", "overrun", "fakering", "
     schema = pipe.projected(fmt.schema(), columns)
     batches = [b.select(columns) for b in fmt.read_split(split) if b.num_rows]
     if mode == "silent":  # exits before writing anything
+        return 0
+    if mode == "hugemeta":  # a continuation word, then a length no batch's metadata has
+        sink.write(b"\xff\xff\xff\xff" + struct.pack("<i", 900_000_000) + bytes(64) + b"ok 0\n")
+        sink.flush()
         return 0
     if mode == "stray":
         sink.write(stray_offsets(batches[0]))

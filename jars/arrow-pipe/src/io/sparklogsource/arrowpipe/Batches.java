@@ -2,6 +2,8 @@ package io.sparklogsource.arrowpipe;
 
 import java.io.IOException;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.Channels;
 
 import org.apache.arrow.flatbuf.Message;
@@ -45,6 +47,28 @@ interface Batches extends AutoCloseable {
       }
     }
     return new StreamBatches(worker, allocator);
+  }
+
+  /** The longest message metadata read (a batch's is a few KiB): Arrow allocates what the length prefix says. */
+  int MAX_METADATA_BYTES = 16 << 20;
+
+  /**
+   * Refuses a message whose length prefix (at {@code head}'s position, little-endian; after the continuation word
+   * 0xFFFFFFFF, or alone in the older format) is longer than {@link #MAX_METADATA_BYTES} or than the {@code
+   * available} bytes: Arrow would allocate it before reading (a damaged prefix of 0.9 GB would end the executor).
+   */
+  static void checkMessageLength(ByteBuffer head, long available) throws IOException {
+    head.order(ByteOrder.LITTLE_ENDIAN);
+    if (head.remaining() < 8) {
+      return;  // Arrow reads what is there, and reports the end of input
+    }
+    int first = head.getInt(head.position());
+    long length = first == -1 ? head.getInt(head.position() + 4) : first;
+    long prefix = first == -1 ? 8 : 4;
+    if (length < 0 || length > MAX_METADATA_BYTES || length > available - prefix) {
+      throw new IOException("the worker's message claims " + length + " bytes of metadata, with " + (available
+          - prefix) + " there and at most " + MAX_METADATA_BYTES + " read");
+    }
   }
 
   /**
@@ -95,8 +119,13 @@ interface Batches extends AutoCloseable {
       if (root != null) {
         return;
       }
+      checkMessageLength(ByteBuffer.wrap(worker.peekBytes(8)), Long.MAX_VALUE);
       MessageResult first = messages.readNext();
-      if (first == null || first.getMessage().headerType() != MessageHeader.Schema) {
+      if (first != null && first.getBodyBuffer() != null) {
+        first.getBodyBuffer().close();  // a schema has no body; one that does is refused below
+      }
+      if (first == null || first.getMessage().headerType() != MessageHeader.Schema
+          || first.getMessage().bodyLength() != 0) {
         throw new IOException("Unexpected end of input. Missing schema.");
       }
       root = VectorSchemaRoot.create(MessageSerializer.deserializeSchema(first.getMessage()), allocator);
@@ -106,6 +135,7 @@ interface Batches extends AutoCloseable {
     @Override
     public boolean loadNextBatch() throws IOException {
       start();
+      checkMessageLength(ByteBuffer.wrap(worker.peekBytes(8)), Long.MAX_VALUE);
       MessageResult next = messages.readNext();
       if (next == null) {
         return false;  // the end marker

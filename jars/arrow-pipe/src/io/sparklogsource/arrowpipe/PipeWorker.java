@@ -62,6 +62,14 @@ final class PipeWorker {
     return b;
   }
 
+  /** Up to the next {@code n} bytes of the worker's answer, left unread (fewer at its end). */
+  byte[] peekBytes(int n) throws IOException {
+    stdout.mark(n);
+    byte[] bytes = stdout.readNBytes(n);
+    stdout.reset();
+    return bytes;
+  }
+
   /** Exactly {@code n} bytes of the worker's answer (a schema message), or an EOFException. */
   byte[] readBytes(int n) throws IOException {
     byte[] bytes = stdout.readNBytes(n);

@@ -128,8 +128,10 @@ public final class RingBatches implements Batches {
     ReadChannel in = new ReadChannel(new BufferChannel(view));
     // The slot holds a one-batch stream: the schema's message (the same as the offer's; its body is empty), then
     // the batch's.
+    Batches.checkMessageLength(view.duplicate(), view.remaining());
     MessageMetadataResult head = MessageSerializer.readMessage(in);
     if (head != null && head.getMessage().headerType() == MessageHeader.Schema && head.getMessageBodyLength() == 0) {
+      Batches.checkMessageLength(view.duplicate(), view.remaining());
       head = MessageSerializer.readMessage(in);
     }
     if (head == null) {
@@ -153,6 +155,9 @@ public final class RingBatches implements Batches {
       if (files[slot].size() < size) {
         throw new IOException("the worker's file " + slot + " holds " + files[slot].size() + " bytes, not "
             + size);
+      }
+      if (maps[slot] != null) {
+        StorageUtils.dispose(maps[slot]);  // a smaller mapping of the same file: every batch was copied out of it
       }
       maps[slot] = files[slot].map(FileChannel.MapMode.READ_ONLY, 0, size);
     }

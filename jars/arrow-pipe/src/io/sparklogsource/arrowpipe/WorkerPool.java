@@ -11,12 +11,15 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 /**
  * The idle Python workers of this JVM (an executor), reused by its tasks as pyspark reuses its own: a worker is
  * given back only after it answered a whole task with {@code ok}; any other end destroys it. A worker idle for
- * {@link #IDLE_TIMEOUT_NANOS} is destroyed, as pyspark ends its own idle workers after a minute, so an executor
- * that stopped reading logs does not keep the processes and their memory; the rest end with the JVM (their stdin
- * closes, and they exit).
+ * {@link #IDLE_TIMEOUT_NANOS} is destroyed (a reaper looks every {@link #REAP_EVERY_SECONDS} seconds), as pyspark
+ * ends its own idle workers after a minute, so an executor that stopped reading logs does not keep the processes
+ * and their memory; the rest end with the JVM (their stdin closes, and they exit).
  */
 public final class WorkerPool {
 
@@ -24,7 +27,10 @@ public final class WorkerPool {
   private static final int MAX_IDLE = Math.max(8, Runtime.getRuntime().availableProcessors());
 
   /** How long a worker may wait in the pool: a minute, pyspark's own timeout for its idle workers. */
-  static final long IDLE_TIMEOUT_NANOS = TimeUnit.MINUTES.toNanos(1);
+  public static final long IDLE_TIMEOUT_NANOS = TimeUnit.MINUTES.toNanos(1);
+  /** How often the reaper looks: a worker ends between one minute and this much more after its last task. */
+  public static final long REAP_EVERY_SECONDS = 10;
+  private static final Logger LOG = LoggerFactory.getLogger(WorkerPool.class);
 
   private static final Map<String, Deque<PipeWorker>> IDLE = new HashMap<>();
   private static final AtomicLong STARTED = new AtomicLong();
@@ -34,9 +40,16 @@ public final class WorkerPool {
     ScheduledExecutorService reaper = Executors.newSingleThreadScheduledExecutor(task -> {
       Thread thread = new Thread(task, "spark-logsource-pipe-reaper");
       thread.setDaemon(true);
+      thread.setContextClassLoader(null);  // not the task's that loaded this class
       return thread;
     });
-    reaper.scheduleWithFixedDelay(() -> reap(IDLE_TIMEOUT_NANOS), 10, 10, TimeUnit.SECONDS);
+    reaper.scheduleWithFixedDelay(() -> {
+      try {
+        reap(IDLE_TIMEOUT_NANOS);
+      } catch (Throwable e) {  // one failure must not cancel every later round
+        LOG.warn("ending idle Python workers failed", e);
+      }
+    }, REAP_EVERY_SECONDS, REAP_EVERY_SECONDS, TimeUnit.SECONDS);
   }
 
   private WorkerPool() {}
