@@ -1,7 +1,7 @@
 """Benchmark: Spark's side of a read through our sources, shape by shape, against Spark's own Parquet reader.
 
 For each output shape of the same rows (docs/spark-speed.md), three Spark ``local[2]`` reads into the ``noop``
-sink, best of ``--repeat`` after a warm-up, side by side in each repetition:
+sink, best of ``--repeat`` after ``--warmup`` unmeasured rounds (1 unless set), side by side in each repetition:
 
 * ``source``: our data source (``spark.read.format(...)``), decoding included, ``--splits`` splits;
 * ``handover``: the same batches decoded beforehand into an Arrow IPC file that a tiny data source of this script
@@ -369,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="xlog,xlog-msgpack,xlog-ints,binlog,binlog-table")
     parser.add_argument("--only", default=",".join(READS), help="which of the reads: source,handover,columnar,parquet")
     parser.add_argument("--splits", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured rounds of every read before the timed ones")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--batch-rows", type=int, default=BENCH_BATCH_ROWS,
                         help="rows per batch of every read (batchSize); default 32768, as the recorded figures")
@@ -402,8 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     for shape in chosen:
         rows[shape.name] = count_rows(shape, args.workdir, args.batch_rows)
         runs = reads(spark, shape, args.workdir, args.splits, args.batch_rows, rebatch)
-        for name in which:
-            runs[name]()  # warm-up
+        for _ in range(args.warmup):  # unmeasured: the JIT compiles each read's path
+            for name in which:
+                runs[name]()
         for _ in range(args.repeat):
             for name in which:
                 cpu0, jvm0, started = clock(), jvm_own_cpu(jvm), time.perf_counter()
