@@ -91,12 +91,30 @@ typedef struct {
     struct tk_col *cols;
 } tk_side;
 
+/* The unsigned little-endian integer of n bytes (0..8) at p. The common widths load as one word: the kernels assume
+ * a little-endian host, as _buf.h's writers do. */
 static inline uint64_t rd_le(const uint8_t *p, int n)
 {
+    uint16_t u16;
+    uint32_t u32;
     uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+    switch (n) {
+    case 1:
+        return p[0];
+    case 2:
+        memcpy(&u16, p, 2);
+        return u16;
+    case 4:
+        memcpy(&u32, p, 4);
+        return u32;
+    case 8:
+        memcpy(&v, p, 8);
+        return v;
+    default:
+        for (int i = n - 1; i >= 0; i--)
+            v = (v << 8) | p[i];
+        return v;
+    }
 }
 
 static inline uint64_t rd_be(const uint8_t *p, int n)

@@ -514,37 +514,13 @@ size_t mk_fixed_size(const mk_col *col)
     }
 }
 
-/* rd_le of an integer column's 1, 2, 3, 4 or 8 bytes: the common widths load as one word (the kernels assume a
- * little-endian host, as _buf.h's writers do). */
-static inline uint64_t int_le(const uint8_t *v, int n)
-{
-    uint16_t u16;
-    uint32_t u32;
-    uint64_t u64;
-    switch (n) {
-    case 1:
-        return v[0];
-    case 2:
-        memcpy(&u16, v, 2);
-        return u16;
-    case 4:
-        memcpy(&u32, v, 4);
-        return u32;
-    case 8:
-        memcpy(&u64, v, 8);
-        return u64;
-    default:
-        return rd_le(v, n);
-    }
-}
-
 /* A value of a fixed-size kind whose col->size bytes are at v (checked present), into b. */
 static inline int fixed_value(mk_ctx *x, ls_buf *b, const mk_plan *plan, const mk_col *col, const uint8_t *v,
                               size_t p)
 {
     switch (col->kind) {
     case K_INT: {
-        uint64_t u = int_le(v, col->a);
+        uint64_t u = rd_le(v, col->a);
         if (!col->b)
             return emit_uint(x, b, u);
         int shift = 64 - 8 * col->a;

@@ -30,6 +30,7 @@
 
 #include "../_native/_buf.h"
 #include "../_native/_encode.h"
+#include "_kernel.h" /* rd_le */
 #include "../_native/_json_variant.h"
 #include "../_native/_text.h"
 
@@ -83,29 +84,11 @@ typedef struct {
     size_t n;
 } tk_value;
 
-/* The signed little-endian integer of n bytes (1, 2, 4 or 8) at p: the kernels assume a little-endian host (as
- * _buf.h's writers do), so the bytes load as one word of the signed type of that width. */
+/* The signed little-endian integer of n bytes (1, 2, 4 or 8) at p: rd_le's word, sign-extended. */
 static inline int64_t tk_signed_le(const uint8_t *p, int n)
 {
-    switch (n) {
-    case 1:
-        return (int8_t)p[0];
-    case 2: {
-        int16_t v;
-        memcpy(&v, p, 2);
-        return v;
-    }
-    case 4: {
-        int32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    default: {
-        int64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    }
+    int shift = 64 - 8 * n;
+    return (int64_t)(rd_le(p, n) << shift) >> shift;
 }
 
 /* Read the Variant primitive v[0:len] (as _encode.h writes them); V_OTHER for anything else or short bytes. */
