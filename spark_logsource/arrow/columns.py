@@ -21,6 +21,7 @@ from spark_logsource.arrow.variant import EMPTY_METADATA, encode_variant
 __all__ = [
     "VARIANT_METADATA",
     "array_from_parts",
+    "constant_column",
     "int64_column",
     "string_column",
     "variant_array",
@@ -159,6 +160,20 @@ def repeated_strings(values: Sequence[str | None], counts: Sequence[int]) -> pa.
         validity = pa.array(valid, pa.bool_()).buffers()[1]
     return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(offsets.astype(np.int32)),
                                                   pa.py_buffer(data)])
+
+
+def constant_column(value: Any, t: pa.DataType, n: int) -> pa.Array:
+    """``n`` copies of ``value`` (None: nulls) as an array of ``t``, from one buffer for strings and integers
+    (``pa.repeat`` goes value by value); other types through ``pa.repeat``."""
+    if value is None:
+        return pa.nulls(n, t)
+    if t == pa.string():
+        return string_column(value, n)
+    if pa.types.is_integer(t):
+        if n < 0:
+            raise ValueError(f"negative length {n}")
+        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(np.full(n, value, dtype=t.to_pandas_dtype()))])
+    return pa.repeat(pa.scalar(value, t), n)
 
 
 def int64_column(value: int, n: int) -> pa.Array:

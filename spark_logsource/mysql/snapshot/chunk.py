@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 import spark_logsource.mysql.snapshot.fast as fast
-from spark_logsource.arrow.columns import array_from_parts
+from spark_logsource.arrow.columns import array_from_parts, string_column
 from spark_logsource.errors import CorruptDataError, SourceError
 from spark_logsource.mysql.position import binlog_number
 from spark_logsource.mysql.snapshot.plan import Chunk, SnapshotPlan
@@ -288,7 +288,7 @@ class _Output:
         arrays: list[pa.Array] = []
         for field in self.schema:
             if field.name == "op":
-                arrays.append(pa.repeat(pa.scalar("r", pa.string()), n))
+                arrays.append(string_column("r", n))
             elif field.name == "after":
                 children = [table.column(i).chunk(0) if table.column(i).num_chunks else pa.nulls(0, f.type)
                             for i, f in enumerate(field.type)]

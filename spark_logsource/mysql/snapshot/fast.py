@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_logsource import native
+from spark_logsource.arrow.columns import constant_column
 from spark_logsource.errors import CorruptDataError, SourceError
 from spark_logsource.mysql.snapshot.session import Session
 from spark_logsource.mysql.snapshot.values import STORED_AS_BYTES, Column
@@ -177,10 +178,8 @@ def source_array(field: pa.Field, values: dict[str, Any], first: int, n: int) ->
     for f in field.type:
         if f.name == "row_index":
             children.append(pa.array(np.arange(first, first + n, dtype=np.int32), f.type))
-        elif values.get(f.name) is not None:
-            children.append(pa.repeat(pa.scalar(values[f.name], f.type), n))
         else:
-            children.append(pa.nulls(n, f.type))
+            children.append(constant_column(values.get(f.name), f.type, n))
     return pa.StructArray.from_arrays(children, fields=list(field.type))
 
 

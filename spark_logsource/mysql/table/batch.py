@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_logsource.arrow.columns import string_column
+from spark_logsource.arrow.columns import constant_column, string_column
 from spark_logsource.mysql.read.batches import join_parts
 from spark_logsource.mysql.table.kernel import KernelPiece, Side
 
@@ -41,6 +41,15 @@ PythonImages = tuple[dict[str, list[Any]], list[bool]]
 _Piece = list[Any] | KernelPiece | int
 
 
+def _list_tail(pieces: list[Any]) -> list[Any]:
+    """The list at the end of ``pieces``, appended when the last piece is something else (a run, kernel cells)."""
+    if pieces and type(pieces[-1]) is list:
+        return pieces[-1]
+    tail: list[Any] = []
+    pieces.append(tail)
+    return tail
+
+
 class ImageColumns:
     """One image column (``before`` or ``after``) of the rows gathered so far, kept column by column: the pieces
     of each view column, and whether each row has the image at all (as pieces too: a run of rows that all have it
@@ -54,19 +63,10 @@ class ImageColumns:
 
     def _tail(self, name: str) -> list[Any]:
         """The Python-cells piece at the end of the column (a new one if the last piece is not one)."""
-        pieces = self.pieces[name]
-        if pieces and type(pieces[-1]) is list:
-            return pieces[-1]
-        tail: list[Any] = []
-        pieces.append(tail)
-        return tail
+        return _list_tail(self.pieces[name])
 
     def _present_tail(self) -> list[bool]:
-        if self.present and type(self.present[-1]) is list:
-            return self.present[-1]
-        tail: list[bool] = []
-        self.present.append(tail)
-        return tail
+        return _list_tail(self.present)
 
     def add_row(self, image: dict[str, Any] | None) -> None:
         """One row's image: cells by view column name (a column the row lacks is null), or None."""
@@ -194,18 +194,6 @@ def _join_kernel(t: pa.DataType, pieces: list[KernelPiece | int], n: int) -> pa.
 SEQ_TYPE = pa.decimal128(38, 0)
 
 
-def _constant(value: Any, t: pa.DataType, n: int) -> pa.Array:
-    """``n`` copies of ``value`` as an array of ``t``, from one buffer where the type allows (``pa.repeat`` goes
-    value by value)."""
-    if value is None:
-        return pa.nulls(n, t)
-    if t == pa.string():
-        return string_column(value, n)
-    if pa.types.is_integer(t):
-        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(np.full(n, value, dtype=t.to_pandas_dtype()))])
-    return pa.repeat(pa.scalar(value, t), n)
-
-
 def seq_column(file_number: int, pos: pa.Array, row_index: pa.Array) -> pa.Array:
     """``seq = file_number * 2**64 + pos * 2**32 + row_index`` of each row (null where ``pos`` or ``row_index`` is),
     built from buffers: a decimal128 is 16 bytes little-endian, the low word ``pos << 32 | row_index``, the high
@@ -298,7 +286,7 @@ class Columns:
 
         def repeated(values: tuple[Any, ...], t: pa.DataType) -> pa.Array:
             if values.count(values[0]) == len(values):  # one value in every run (a table's name, a server id)
-                return _constant(values[0], t, n)
+                return constant_column(values[0], t, n)
             return pa.array(values, t).take(take)
 
         # row_index: each run counts from its first row's index (0 for a rows event); null for an error row
